@@ -1,1 +1,53 @@
-fn main() {}
+//! The `corral` command line: run, model, simulate and benchmark
+//! lock-contention-aware scheduling.
+
+mod affinity;
+mod cmd;
+mod error;
+mod lockbench;
+
+use clap::{Parser, Subcommand};
+
+pub use error::CliError;
+
+/// corral keeps multithreaded programs from collapsing under lock contention.
+///
+/// It measures how much of each thread's time goes to waiting for locks,
+/// confines lock-intensive threads to a Special Set of Cores (SSC) whose size
+/// it searches online, and keeps every other thread on the remaining cores.
+#[derive(Parser)]
+#[command(name = "corral", version, about, long_about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// The built-in demonstration: lock collapse under oversubscription.
+    Demo(cmd::demo::DemoArgs),
+    /// Benchmarks (`corral bench locks`, ...).
+    #[command(subcommand)]
+    Bench(cmd::bench::BenchCommand),
+    /// Paper 3's Markov model of ticket-lock collapse (eq. 1).
+    Model(cmd::model::ModelArgs),
+    /// The many-core discrete-event simulator.
+    Sim(cmd::sim::SimArgs),
+}
+
+fn main() {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => error::exit_with_clap_error(e),
+    };
+    let result = match cli.command {
+        Command::Demo(args) => cmd::demo::run(args),
+        Command::Bench(b) => cmd::bench::run(b),
+        Command::Model(args) => cmd::model::run(args),
+        Command::Sim(args) => cmd::sim::run(args),
+    };
+    if let Err(e) = result {
+        eprintln!("error: {e}");
+        std::process::exit(2);
+    }
+}

@@ -1,0 +1,8 @@
+//! One module per subcommand; `lists` parses the list flags they share.
+
+pub mod bench;
+pub mod bench_locks;
+pub mod demo;
+pub mod lists;
+pub mod model;
+pub mod sim;

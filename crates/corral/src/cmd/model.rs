@@ -1,0 +1,116 @@
+//! `corral model`: paper 3's Markov model of a ticket spin lock (eq. 1), and
+//! its constant-handoff (MCS-like) variant, over a list of core counts.
+
+use corral_policy::model::{peak, McsModel, ModelPoint, TicketModel};
+use serde::Serialize;
+
+use crate::CliError;
+
+/// Arguments of `corral model`.
+#[derive(clap::Args)]
+#[command(after_help = "\
+Each core runs a closed loop: `a` cycles of non-serial work, then a serial \
+section of `s` cycles under one lock. With a ticket lock every waiter re-reads \
+the lock's cache line at each release, so a handoff costs about `c` cycles per \
+waiting core; the model (paper 3, eq. 1) gives the expected speedup over one \
+core and shows the sudden collapse past the peak. `--lock mcs` keeps the \
+handoff constant.
+
+Example: corral model --a 12500 --s 400 --c 100 --cores 1..48")]
+pub struct ModelArgs {
+    /// Non-serial work per operation, in cycles.
+    #[arg(long = "a", value_name = "CYCLES", value_parser = positive)]
+    pub a: f64,
+    /// Serial section (critical section) length, in cycles.
+    #[arg(long = "s", value_name = "CYCLES", value_parser = positive)]
+    pub s: f64,
+    /// Handoff cost per waiting core, in cycles.
+    #[arg(long = "c", value_name = "CYCLES", value_parser = non_negative)]
+    pub c: f64,
+    /// Core counts: `1..48`, `1,2,4`, or a mix `1,2,8..16`.
+    #[arg(long, value_name = "LIST", default_value = "1..48", value_parser = super::lists::parse_count_list)]
+    pub cores: Vec<u32>,
+    /// Which lock the model describes.
+    #[arg(long, value_enum, default_value_t = ModelLock::Ticket)]
+    pub lock: ModelLock,
+    /// Print `{"points":[{"cores":N,"speedup":X},...],"peak":{...}}`.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModelLock {
+    /// Handoff cost grows with the number of waiters (paper 3, eq. 1).
+    Ticket,
+    /// Constant handoff cost (MCS, CLH, K42).
+    Mcs,
+}
+
+fn positive(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err("expected a positive number of cycles".into()),
+    }
+}
+
+fn non_negative(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err("expected a number of cycles >= 0".into()),
+    }
+}
+
+#[derive(Serialize)]
+struct ModelReport<'a> {
+    lock: ModelLock,
+    a: f64,
+    s: f64,
+    c: f64,
+    points: &'a [ModelPoint],
+    peak: Option<&'a ModelPoint>,
+}
+
+pub fn run(args: ModelArgs) -> Result<(), CliError> {
+    if args.cores.iter().any(|&n| n > 65_536) {
+        return Err(CliError::bad_value("--cores", "(list)", "core counts up to 65536"));
+    }
+    let points: Vec<ModelPoint> = args
+        .cores
+        .iter()
+        .map(|&n| {
+            let speedup = match args.lock {
+                ModelLock::Ticket => TicketModel { a: args.a, s: args.s, c: args.c }.speedup(n),
+                ModelLock::Mcs => McsModel { a: args.a, s: args.s, c: args.c }.speedup(n),
+            };
+            ModelPoint { cores: n, speedup }
+        })
+        .collect();
+    let report = ModelReport {
+        lock: args.lock,
+        a: args.a,
+        s: args.s,
+        c: args.c,
+        points: &points,
+        peak: peak(&points),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string(&report).map_err(|e| CliError(e.to_string()))?);
+        return Ok(());
+    }
+    println!("{:>6} {:>9}", "cores", "speedup");
+    for p in &points {
+        println!("{:>6} {:>9.2}", p.cores, p.speedup);
+    }
+    if let (Some(pk), Some(last)) = (report.peak, points.last()) {
+        println!(
+            "peak {:.2}x at {} cores; {:.2}x at {} cores ({:.0}% of the peak)",
+            pk.speedup,
+            pk.cores,
+            last.speedup,
+            last.cores,
+            100.0 * last.speedup / pk.speedup
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,46 @@
+//! One-line errors: which flag, which value, what is allowed.
+
+use std::fmt;
+
+/// An error the user can act on, printed as one line after `error: `.
+#[derive(Debug)]
+pub struct CliError(pub String);
+
+impl CliError {
+    /// A bad value for `flag`: names the flag, the value, and what is allowed.
+    pub fn bad_value(flag: &str, value: &str, allowed: &str) -> Self {
+        CliError(format!("{flag}: invalid value '{value}': {allowed}"))
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for CliError {}
+
+impl From<std::io::Error> for CliError {
+    fn from(e: std::io::Error) -> Self {
+        CliError(e.to_string())
+    }
+}
+
+/// Prints clap's help/version as usual; any parse error as its first line
+/// only (clap's line already names the flag, the value and the reason), then
+/// exits 2.
+pub fn exit_with_clap_error(e: clap::Error) -> ! {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
+        _ => {
+            let text = e.render().to_string();
+            let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("error");
+            eprintln!("{first}");
+            std::process::exit(2);
+        }
+    }
+}
