@@ -1,4 +1,6 @@
-//! corral on real Linux. Today: the shared stats ABI. The thread registry,
-//! slices, affinity, topology and monitor land with the runtime issue.
+//! corral on real Linux. Today: the shared stats ABI and the sysfs topology;
+//! the thread registry, slices, affinity and monitor land with the runtime
+//! issue.
 
 pub mod abi;
+pub mod topology;

@@ -1,0 +1,152 @@
+//! The machine's CPU topology as sysfs describes it: which CPUs are online,
+//! which share a last-level cache, and which NUMA node each belongs to.
+//! `corral-policy::placement` turns this into the SSC order; this module
+//! only reads.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// One online CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct CpuTopo {
+    /// Logical CPU id.
+    pub cpu: u32,
+    /// Last-level cache domain: the smallest CPU id sharing this CPU's
+    /// highest-level cache (stable across kernels, unlike `id` files).
+    pub llc: u32,
+    /// NUMA node (0 where the kernel reports none).
+    pub node: u32,
+}
+
+/// Reads the live machine's topology from `/sys`.
+pub fn read_sysfs() -> io::Result<Vec<CpuTopo>> {
+    read_from(Path::new("/sys/devices/system"))
+}
+
+/// Reads a topology from a sysfs-shaped tree rooted at `root` (the
+/// `devices/system` directory), so tests can feed a synthetic one.
+pub fn read_from(root: &Path) -> io::Result<Vec<CpuTopo>> {
+    let online = fs::read_to_string(root.join("cpu/online"))?;
+    let cpus = parse_cpu_list(online.trim())
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, format!("bad cpu/online: {online:?}")))?;
+    let nodes = node_of_cpus(root);
+    Ok(cpus
+        .into_iter()
+        .map(|cpu| CpuTopo {
+            cpu,
+            llc: llc_of(&root.join(format!("cpu/cpu{cpu}/cache"))).unwrap_or(cpu),
+            node: nodes.iter().find(|(c, _)| *c == cpu).map_or(0, |(_, n)| *n),
+        })
+        .collect())
+}
+
+/// The smallest CPU sharing the highest-level data or unified cache.
+fn llc_of(cache_dir: &Path) -> Option<u32> {
+    let mut best: Option<(u32, u32)> = None; // (level, first cpu)
+    for entry in fs::read_dir(cache_dir).ok()? {
+        let dir: PathBuf = entry.ok()?.path();
+        if !dir.file_name()?.to_str()?.starts_with("index") {
+            continue;
+        }
+        let kind = fs::read_to_string(dir.join("type")).unwrap_or_default();
+        if kind.trim() == "Instruction" {
+            continue;
+        }
+        let level: u32 = fs::read_to_string(dir.join("level")).ok()?.trim().parse().ok()?;
+        let shared = fs::read_to_string(dir.join("shared_cpu_list")).ok()?;
+        let first = *parse_cpu_list(shared.trim())?.first()?;
+        if best.is_none_or(|(l, _)| level > l) {
+            best = Some((level, first));
+        }
+    }
+    best.map(|(_, first)| first)
+}
+
+fn node_of_cpus(root: &Path) -> Vec<(u32, u32)> {
+    let mut out = Vec::new();
+    let Ok(entries) = fs::read_dir(root.join("node")) else { return out };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(id) = name.to_str().and_then(|n| n.strip_prefix("node")).and_then(|n| n.parse().ok()) else {
+            continue;
+        };
+        if let Some(list) =
+            fs::read_to_string(entry.path().join("cpulist")).ok().and_then(|s| parse_cpu_list(s.trim()))
+        {
+            out.extend(list.into_iter().map(|cpu| (cpu, id)));
+        }
+    }
+    out
+}
+
+/// Parses the kernel's CPU list format: `0-3,8,10-11` (empty = none).
+pub fn parse_cpu_list(s: &str) -> Option<Vec<u32>> {
+    let mut out = Vec::new();
+    if s.is_empty() {
+        return Some(out);
+    }
+    for part in s.split(',') {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (u32, u32) = (a.parse().ok()?, b.parse().ok()?);
+                if a > b {
+                    return None;
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(part.parse().ok()?),
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists_parse() {
+        assert_eq!(parse_cpu_list("0-3,8,10-11"), Some(vec![0, 1, 2, 3, 8, 10, 11]));
+        assert_eq!(parse_cpu_list(""), Some(vec![]));
+        assert_eq!(parse_cpu_list("3-1"), None);
+        assert_eq!(parse_cpu_list("x"), None);
+    }
+
+    fn write(path: &Path, text: &str) {
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    }
+
+    #[test]
+    fn synthetic_two_socket_tree() {
+        let root = std::env::temp_dir().join(format!("corral-topo-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        write(&root.join("cpu/online"), "0-3\n");
+        for cpu in 0..4u32 {
+            let cache = root.join(format!("cpu/cpu{cpu}/cache"));
+            write(&cache.join("index0/level"), "1");
+            write(&cache.join("index0/type"), "Data");
+            write(&cache.join("index0/shared_cpu_list"), &format!("{cpu}"));
+            write(&cache.join("index1/level"), "3");
+            write(&cache.join("index1/type"), "Unified");
+            // CPUs 0,2 share one LLC and 1,3 another (ids interleave, as on many servers).
+            write(&cache.join("index1/shared_cpu_list"), if cpu % 2 == 0 { "0,2" } else { "1,3" });
+        }
+        write(&root.join("node/node0/cpulist"), "0,2");
+        write(&root.join("node/node1/cpulist"), "1,3");
+        let topo = read_from(&root).unwrap();
+        let _ = fs::remove_dir_all(&root);
+        let llcs: Vec<u32> = topo.iter().map(|c| c.llc).collect();
+        let nodes: Vec<u32> = topo.iter().map(|c| c.node).collect();
+        assert_eq!(llcs, vec![0, 1, 0, 1]);
+        assert_eq!(nodes, vec![0, 1, 0, 1]);
+    }
+
+    #[test]
+    fn live_machine_has_every_online_cpu() {
+        let topo = read_sysfs().expect("sysfs readable");
+        assert!(!topo.is_empty());
+        assert!(topo.iter().all(|c| c.llc <= c.cpu));
+    }
+}
