@@ -1,1 +1,229 @@
-//! (filled by the policy engine issue)
+//! Detection: which threads are lock intensive, when they cool down, and
+//! which locks are hot.
+//!
+//! A thread's lock-wait share over one slice is the time it spent waiting to
+//! acquire locks divided by the slice's length (paper 1, Cui et al. 2013,
+//! Sec. 3.2: sum_j W_ij / D_i). A share above [`DetectParams::qualify_share`]
+//! marks the thread lock intensive. Paper 2 (Cui et al., lock-aware thread
+//! migration) adds the way back: a thread whose share stays below
+//! [`DetectParams::release_share`] for [`DetectParams::release_after_slices`]
+//! consecutive slices returns to the general cores; and it migrates only the
+//! waiters of hot locks ([`LockHotness`]).
+
+use crate::Nanos;
+use serde::Serialize;
+
+/// Thresholds of the per-slice classification.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct DetectParams {
+    /// A slice whose lock-wait share exceeds this qualifies the thread as lock
+    /// intensive. Paper 1, Sec. 3.2: the empirical 10%.
+    pub qualify_share: f64,
+    /// A slice whose share is below this counts as quiet. Paper 2 gives no
+    /// value; half of `qualify_share` leaves a hysteresis band so a thread
+    /// hovering near 10% does not bounce between core sets.
+    pub release_share: f64,
+    /// Consecutive quiet slices before a lock-intensive thread goes back.
+    /// Paper 2 gives no value; three slices ride out one lucky slice without
+    /// keeping a cooled thread on the SSC for long.
+    pub release_after_slices: u32,
+}
+
+impl Default for DetectParams {
+    fn default() -> Self {
+        DetectParams { qualify_share: 0.10, release_share: 0.05, release_after_slices: 3 }
+    }
+}
+
+/// The lock-wait share of one slice, clamped to `[0, 1]`; an empty slice has
+/// share 0.
+#[inline]
+pub fn wait_share(lock_wait: Nanos, slice_len: Nanos) -> f64 {
+    if slice_len == 0 {
+        return 0.0;
+    }
+    (lock_wait as f64 / slice_len as f64).min(1.0)
+}
+
+/// Does this slice qualify its thread as lock intensive? (Paper 1, Alg. 3
+/// line 5: `acc_lock_time > T x slice_len`, evaluated in integers so the
+/// boundary is exact.)
+#[inline]
+pub fn qualifies(params: &DetectParams, lock_wait: Nanos, slice_len: Nanos) -> bool {
+    slice_len > 0 && lock_wait as f64 > params.qualify_share * slice_len as f64
+}
+
+/// Is this slice quiet (share below [`DetectParams::release_share`])?
+#[inline]
+pub fn is_quiet(params: &DetectParams, lock_wait: Nanos, slice_len: Nanos) -> bool {
+    (lock_wait as f64) < params.release_share * slice_len as f64
+}
+
+/// Per-thread memory of consecutive quiet slices (paper 2's migrate-back).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct QuietStreak {
+    /// Consecutive quiet slices so far.
+    pub slices: u32,
+}
+
+impl QuietStreak {
+    /// Records whether one slice of a lock-intensive thread was quiet; true
+    /// once `release_after_slices` consecutive slices were (the caller then
+    /// sends the thread back and resets the streak). 0 slices never releases.
+    #[inline]
+    pub fn observe(&mut self, params: &DetectParams, quiet: bool) -> bool {
+        self.slices = if quiet { self.slices.saturating_add(1) } else { 0 };
+        params.release_after_slices > 0 && self.slices >= params.release_after_slices
+    }
+
+    /// Forgets the streak (after a migration either way).
+    #[inline]
+    pub fn reset(&mut self) {
+        self.slices = 0;
+    }
+}
+
+/// Parameters of per-lock hotness.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct HotnessParams {
+    /// A lock is hot when its decayed waiting is at least this share of all
+    /// decayed lock waiting. Paper 2 names a threshold without a value; 10%
+    /// mirrors the thread threshold of paper 1.
+    pub hot_share: f64,
+    /// Below this much decayed waiting in total, nothing is hot: a quiet
+    /// program has no hot lock however its few waits are spread. 1 ms.
+    pub min_total_wait: Nanos,
+    /// Each [`LockHotness::decay`] multiplies every total by
+    /// `1 - 1/2^decay_shift`; 1 halves per period (an exponential window of
+    /// about two periods).
+    pub decay_shift: u32,
+}
+
+impl Default for HotnessParams {
+    fn default() -> Self {
+        HotnessParams { hot_share: 0.10, min_total_wait: 1_000_000, decay_shift: 1 }
+    }
+}
+
+/// One tracked lock.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct LockHeat {
+    /// The driver's lock id (e.g. its address); 0 marks a free slot.
+    pub lock: u64,
+    /// Decayed nanoseconds spent waiting for this lock.
+    pub wait: Nanos,
+}
+
+/// Per-lock hotness: a decayed wait total per lock id in a fixed-capacity
+/// table (paper 2: migrate only the waiters of locks whose hotness exceeds a
+/// threshold, and send them back when the lock cools).
+///
+/// The table never grows after construction. When it is full, a new lock
+/// replaces the coldest entry if it has waited longer than that entry.
+/// Single owner (`&mut`): the driver aggregates waits (e.g. in its monitor)
+/// and asks [`Self::is_hot`] when deciding whom to migrate.
+#[derive(Clone, Debug)]
+pub struct LockHotness {
+    params: HotnessParams,
+    slots: Box<[LockHeat]>,
+    total: Nanos,
+}
+
+impl LockHotness {
+    /// A table tracking at most `capacity` locks (at least one).
+    pub fn new(params: HotnessParams, capacity: usize) -> Self {
+        LockHotness { params, slots: vec![LockHeat::default(); capacity.max(1)].into_boxed_slice(), total: 0 }
+    }
+
+    /// Adds `wait` nanoseconds of waiting for `lock` (lock id 0 is mapped to
+    /// 1, since 0 marks a free slot).
+    #[inline]
+    pub fn record_wait(&mut self, lock: u64, wait: Nanos) {
+        let lock = lock.max(1);
+        self.total = self.total.saturating_add(wait);
+        for slot in self.slots.iter_mut() {
+            if slot.lock == lock {
+                slot.wait = slot.wait.saturating_add(wait);
+                return;
+            }
+            if slot.lock == 0 {
+                *slot = LockHeat { lock, wait };
+                return;
+            }
+        }
+        self.replace_coldest(lock, wait);
+    }
+
+    #[cold]
+    fn replace_coldest(&mut self, lock: u64, wait: Nanos) {
+        let (index, coldest) =
+            self.slots.iter().enumerate().min_by_key(|(_, s)| s.wait).map(|(i, s)| (i, *s)).expect("capacity >= 1");
+        if wait > coldest.wait {
+            self.slots[index] = LockHeat { lock, wait };
+        }
+    }
+
+    /// Ages every total by one period (see [`HotnessParams::decay_shift`]).
+    pub fn decay(&mut self) {
+        let shift = self.params.decay_shift.clamp(1, 63);
+        for slot in self.slots.iter_mut().filter(|s| s.lock != 0) {
+            slot.wait -= slot.wait >> shift;
+            if slot.wait == 0 {
+                *slot = LockHeat::default();
+            }
+        }
+        self.total -= self.total >> shift;
+    }
+
+    /// Decayed waiting for `lock`, 0 if untracked.
+    pub fn heat(&self, lock: u64) -> Nanos {
+        let lock = lock.max(1);
+        self.slots.iter().find(|s| s.lock == lock).map_or(0, |s| s.wait)
+    }
+
+    /// Decayed waiting for all locks, including evicted ones.
+    pub fn total_wait(&self) -> Nanos {
+        self.total
+    }
+
+    /// Is `lock` hot: at least `hot_share` of all recent lock waiting, with
+    /// enough waiting overall to mean anything?
+    #[inline]
+    pub fn is_hot(&self, lock: u64) -> bool {
+        self.total >= self.params.min_total_wait
+            && self.heat(lock) as f64 >= self.params.hot_share * self.total as f64
+    }
+
+    /// The tracked locks (free slots have lock id 0).
+    pub fn entries(&self) -> &[LockHeat] {
+        &self.slots
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn share_and_qualification_boundary() {
+        let p = DetectParams::default();
+        assert_eq!(wait_share(5, 0), 0.0);
+        assert!((wait_share(25, 100) - 0.25).abs() < 1e-12);
+        assert!(!qualifies(&p, 10, 100), "exactly T does not qualify (strict >)");
+        assert!(qualifies(&p, 11, 100));
+        assert!(is_quiet(&p, 4, 100));
+        assert!(!is_quiet(&p, 5, 100));
+    }
+
+    #[test]
+    fn streak_releases_after_k_and_resets_on_a_busy_slice() {
+        let p = DetectParams::default();
+        let mut streak = QuietStreak::default();
+        assert!(!streak.observe(&p, true));
+        assert!(!streak.observe(&p, true));
+        assert!(!streak.observe(&p, false), "a busy slice breaks the streak");
+        assert!(!streak.observe(&p, true));
+        assert!(!streak.observe(&p, true));
+        assert!(streak.observe(&p, true));
+    }
+}

@@ -1,6 +1,4 @@
-use corral_policy::model::{
-    curve, normalised_throughput, peak, McsModel, ModelPoint, TicketModel,
-};
+use corral_policy::model::{curve, normalised_throughput, peak, McsModel, ModelPoint, TicketModel};
 
 const FIG8: TicketModel = TicketModel {
     a: 12_500.0,
@@ -48,7 +46,11 @@ fn one_core_is_the_fraction_of_time_outside_the_lock() {
 #[test]
 fn log_space_agrees_with_direct_eq1_for_small_n() {
     let mut got = Vec::new();
-    for &(a, s, c) in &[(12_500.0, 400.0, 100.0), (2_000.0, 1_000.0, 30.0), (50.0, 5.0, 1.0)] {
+    for &(a, s, c) in &[
+        (12_500.0, 400.0, 100.0),
+        (2_000.0, 1_000.0, 30.0),
+        (50.0, 5.0, 1.0),
+    ] {
         for n in [1u32, 2, 5, 10, 20] {
             for ticket in [true, false] {
                 let want = direct_eq1(a, s, c, n, ticket);
@@ -59,7 +61,10 @@ fn log_space_agrees_with_direct_eq1_for_small_n() {
                 }
                 assert_eq!(got.len(), want.len());
                 for (g, w) in got.iter().zip(&want) {
-                    assert!((g - w).abs() < 1e-9, "n={n} a={a} ticket={ticket}: {g} vs {w}");
+                    assert!(
+                        (g - w).abs() < 1e-9,
+                        "n={n} a={a} ticket={ticket}: {g} vs {w}"
+                    );
                 }
                 let mean: f64 = want.iter().enumerate().map(|(k, p)| k as f64 * p).sum();
                 let speedup = if ticket {
@@ -88,7 +93,18 @@ fn probabilities_sum_to_one() {
 
 #[test]
 fn extreme_parameters_never_produce_nan_or_inf() {
-    let values = [0.0, 1e-300, 1e-9, 1.0, 400.0, 1e9, 1e300, f64::MAX, f64::INFINITY, f64::NAN];
+    let values = [
+        0.0,
+        1e-300,
+        1e-9,
+        1.0,
+        400.0,
+        1e9,
+        1e300,
+        f64::MAX,
+        f64::INFINITY,
+        f64::NAN,
+    ];
     let mut p = Vec::new();
     for &a in &values {
         for &s in &values {
@@ -96,7 +112,12 @@ fn extreme_parameters_never_produce_nan_or_inf() {
                 for n in [1u32, 48, 4096] {
                     let t = TicketModel { a, s, c };
                     let m = McsModel { a, s, c };
-                    for v in [t.speedup(n), t.mean_waiters(n), m.speedup(n), m.mean_waiters(n)] {
+                    for v in [
+                        t.speedup(n),
+                        t.mean_waiters(n),
+                        m.speedup(n),
+                        m.mean_waiters(n),
+                    ] {
                         assert!(v.is_finite(), "a={a} s={s} c={c} n={n}: {v}");
                         assert!((0.0..=f64::from(n)).contains(&v));
                     }
@@ -126,7 +147,7 @@ fn ticket_collapses_after_its_peak_while_mcs_does_not() {
     for w in points.windows(2) {
         assert!(w[1].speedup >= w[0].speedup - 1e-9);
     }
-    // It saturates near a/(s+c) + 1 cores' worth of work.
+    // One handoff per s + c cycles bounds the useful cores at a / (s + c).
     assert!(points[47].speedup > 0.9 * (FIG8.a / (FIG8.s + FIG8.c)));
 }
 
@@ -149,10 +170,22 @@ fn normalised_throughput_and_peak() {
 
     assert!(peak(&[]).is_none());
     let pts = [
-        ModelPoint { cores: 1, speedup: 1.0 },
-        ModelPoint { cores: 2, speedup: 3.0 },
-        ModelPoint { cores: 3, speedup: f64::NAN },
-        ModelPoint { cores: 4, speedup: 3.0 },
+        ModelPoint {
+            cores: 1,
+            speedup: 1.0,
+        },
+        ModelPoint {
+            cores: 2,
+            speedup: 3.0,
+        },
+        ModelPoint {
+            cores: 3,
+            speedup: f64::NAN,
+        },
+        ModelPoint {
+            cores: 4,
+            speedup: 3.0,
+        },
     ];
     assert_eq!(peak(&pts).unwrap().cores, 2);
 }

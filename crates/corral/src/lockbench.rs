@@ -150,7 +150,7 @@ mod tests {
 
     #[test]
     fn microbenchmark_counts_work_for_every_thread_count() {
-        use corral_locks::ticket::TicketLock;
+        use corral_locks::TicketLock;
         assert!(throughput::<TicketLock>(1, Duration::from_millis(5)) > 0.0);
         assert!(throughput::<TicketLock>(3, Duration::from_millis(5)) > 0.0);
     }

@@ -26,7 +26,7 @@ pub struct BenchLocksArgs {
     /// Thread counts for the throughput case, e.g. `1,2,4,8,16` or `1..4`.
     #[arg(long, value_name = "LIST", default_value = "1,2,4,8,16",
           value_parser = super::lists::parse_count_list)]
-    pub threads: Vec<u32>,
+    pub threads: super::lists::Counts,
     /// Length of each throughput point.
     #[arg(long, value_name = "MS", default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..))]
     pub duration_ms: u64,

@@ -16,7 +16,7 @@ pub struct DemoArgs {
     /// Thread counts; the default goes well past the CPU count on purpose.
     #[arg(long, value_name = "LIST", default_value = "1,2,4,8,16",
           value_parser = super::lists::parse_count_list)]
-    pub threads: Vec<u32>,
+    pub threads: super::lists::Counts,
     /// Length of each point.
     #[arg(long, value_name = "MS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
     pub duration_ms: u64,

@@ -1,10 +1,22 @@
 //! Parsing of list flags such as `--threads 1,2,4` or `--cores 1..48`.
 
+/// A parsed list flag. A newtype because clap reads a bare `Vec<u32>` field
+/// as "the flag may repeat", not as one list value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Counts(pub Vec<u32>);
+
+impl std::ops::Deref for Counts {
+    type Target = [u32];
+    fn deref(&self) -> &[u32] {
+        &self.0
+    }
+}
+
 /// Parses a list of positive integers: comma-separated items, each a number
 /// `N` or an inclusive range `A..B` (also `A..=B`). Used as a clap
 /// `value_parser`, so the error text is what clap prints after naming the
 /// flag and the value.
-pub fn parse_count_list(s: &str) -> Result<Vec<u32>, String> {
+pub fn parse_count_list(s: &str) -> Result<Counts, String> {
     const ALLOWED: &str = "expected positive integers like '4', '1,2,8' or a range '1..48'";
     let mut out = Vec::new();
     if s.trim().is_empty() {
@@ -36,7 +48,7 @@ pub fn parse_count_list(s: &str) -> Result<Vec<u32>, String> {
             out.push(parse(item)?);
         }
     }
-    Ok(out)
+    Ok(Counts(out))
 }
 
 #[cfg(test)]
@@ -45,9 +57,9 @@ mod tests {
 
     #[test]
     fn parses_items_and_ranges() {
-        assert_eq!(parse_count_list("1,2,4").unwrap(), vec![1, 2, 4]);
-        assert_eq!(parse_count_list("1..4").unwrap(), vec![1, 2, 3, 4]);
-        assert_eq!(parse_count_list("2..=3,8").unwrap(), vec![2, 3, 8]);
+        assert_eq!(parse_count_list("1,2,4").unwrap().0, vec![1, 2, 4]);
+        assert_eq!(parse_count_list("1..4").unwrap().0, vec![1, 2, 3, 4]);
+        assert_eq!(parse_count_list("2..=3,8").unwrap().0, vec![2, 3, 8]);
     }
 
     #[test]

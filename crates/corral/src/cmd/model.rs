@@ -19,17 +19,17 @@ handoff constant.
 Example: corral model --a 12500 --s 400 --c 100 --cores 1..48")]
 pub struct ModelArgs {
     /// Non-serial work per operation, in cycles.
-    #[arg(long = "a", value_name = "CYCLES", value_parser = positive)]
+    #[arg(long = "a", value_name = "CYCLES", allow_negative_numbers = true, value_parser = positive)]
     pub a: f64,
     /// Serial section (critical section) length, in cycles.
-    #[arg(long = "s", value_name = "CYCLES", value_parser = positive)]
+    #[arg(long = "s", value_name = "CYCLES", allow_negative_numbers = true, value_parser = positive)]
     pub s: f64,
     /// Handoff cost per waiting core, in cycles.
-    #[arg(long = "c", value_name = "CYCLES", value_parser = non_negative)]
+    #[arg(long = "c", value_name = "CYCLES", allow_negative_numbers = true, value_parser = non_negative)]
     pub c: f64,
     /// Core counts: `1..48`, `1,2,4`, or a mix `1,2,8..16`.
     #[arg(long, value_name = "LIST", default_value = "1..48", value_parser = super::lists::parse_count_list)]
-    pub cores: Vec<u32>,
+    pub cores: super::lists::Counts,
     /// Which lock the model describes.
     #[arg(long, value_enum, default_value_t = ModelLock::Ticket)]
     pub lock: ModelLock,

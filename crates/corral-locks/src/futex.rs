@@ -1,0 +1,133 @@
+//! The parking mutex on Linux futexes.
+
+use crate::sync::{const_fn_unless_loom, AtomicU32, Ordering};
+use crate::RawLock;
+
+/// Nobody holds the lock.
+pub(crate) const UNLOCKED: u32 = 0;
+/// Held, and no thread sleeps on it.
+pub(crate) const LOCKED: u32 = 1;
+/// Held, and threads may sleep on it: release must wake one.
+pub(crate) const CONTENDED: u32 = 2;
+
+/// Drepper's three-state futex mutex ("Futexes Are Tricky", 2011, mutex 3):
+/// the word is 0 (free), 1 (held) or 2 (held, maybe sleepers). Waiters mark
+/// the word 2 and sleep in `FUTEX_WAIT`; a release that finds 2 wakes one
+/// sleeper. The parking baseline that does not collapse when threads
+/// outnumber cores (design guide, "User space is not the kernel").
+pub struct FutexLock {
+    state: AtomicU32,
+}
+
+impl FutexLock {
+    const_fn_unless_loom! {
+        /// An unlocked lock.
+        pub fn new() -> Self {
+            Self { state: AtomicU32::new(UNLOCKED) }
+        }
+    }
+
+    /// Sleeps until the lock is taken by this thread, marking it contended.
+    #[cold]
+    pub(crate) fn lock_parked(state: &AtomicU32) {
+        // Acquire: the previous holder's critical section happens before ours.
+        while state.swap(CONTENDED, Ordering::Acquire) != UNLOCKED {
+            futex_wait(state, CONTENDED);
+        }
+    }
+
+    #[inline]
+    pub(crate) fn try_lock_word(state: &AtomicU32) -> bool {
+        // Acquire: the previous holder's critical section happens before ours.
+        state
+            .compare_exchange(UNLOCKED, LOCKED, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    #[inline]
+    pub(crate) fn unlock_word(state: &AtomicU32) {
+        // Release: our critical section happens before the next holder's.
+        if state.swap(UNLOCKED, Ordering::Release) == CONTENDED {
+            futex_wake_one(state);
+        }
+    }
+}
+
+impl Default for FutexLock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RawLock for FutexLock {
+    const NAME: &'static str = "futex";
+
+    #[inline]
+    fn lock(&self) {
+        if !Self::try_lock_word(&self.state) {
+            Self::lock_parked(&self.state);
+        }
+    }
+
+    #[inline]
+    fn try_lock(&self) -> bool {
+        Self::try_lock_word(&self.state)
+    }
+
+    #[inline]
+    unsafe fn unlock(&self) {
+        Self::unlock_word(&self.state);
+    }
+
+    #[inline]
+    fn is_locked(&self) -> bool {
+        self.state.load(Ordering::Relaxed) != UNLOCKED // Relaxed: a snapshot, no data guarded.
+    }
+}
+
+/// Sleeps while `*word == expected` (spurious wake-ups are fine: callers loop).
+#[cfg(all(target_os = "linux", not(loom)))]
+#[cold]
+pub(crate) fn futex_wait(word: &AtomicU32, expected: u32) {
+    // SAFETY: FUTEX_WAIT reads the aligned u32 behind `word`, which outlives
+    // the call; a null timeout means wait without limit.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            expected,
+            core::ptr::null::<libc::timespec>(),
+        );
+    }
+}
+
+/// Wakes at most one thread sleeping on `word`.
+#[cfg(all(target_os = "linux", not(loom)))]
+#[cold]
+pub(crate) fn futex_wake_one(word: &AtomicU32) {
+    // SAFETY: FUTEX_WAKE only uses the address of `word` as a key.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            1,
+        );
+    }
+}
+
+/// Stand-in off Linux and under loom: "sleeping" is yielding and
+/// re-checking, which keeps the state machine's logic intact.
+#[cfg(any(not(target_os = "linux"), loom))]
+#[cold]
+pub(crate) fn futex_wait(word: &AtomicU32, expected: u32) {
+    if word.load(Ordering::Relaxed) == expected {
+        crate::sync::thread::yield_now();
+    }
+}
+
+/// Stand-in off Linux and under loom: waiters re-check on their own.
+#[cfg(any(not(target_os = "linux"), loom))]
+#[cold]
+pub(crate) fn futex_wake_one(_word: &AtomicU32) {}

@@ -1,0 +1,260 @@
+//! The driver-facing entry points of [`SscController`]: thread lifecycle,
+//! Algorithm 2 (lock attempt), Algorithm 3 (slice end), the timer and growth
+//! on load.
+
+use super::*;
+
+impl SscController {
+    /// A controller over `order` (from `placement::Topology::ssc_order`),
+    /// starting at `now` with the SSC at `params.initial_bound` cores.
+    pub fn new(params: SscParams, order: Vec<CoreId>, now: Nanos) -> Self {
+        let max_id = order.iter().copied().max().map_or(0, |m| m as usize + 1);
+        let mut rank = vec![u32::MAX; max_id];
+        for (position, &core) in order.iter().enumerate() {
+            rank[core as usize] = position as u32;
+        }
+        let cores = (order.len() as u32).max(1);
+        let bound = params.initial_bound.clamp(1, cores);
+        SscController {
+            params,
+            order: order.into_boxed_slice(),
+            rank: rank.into_boxed_slice(),
+            bound: AtomicU32::new(bound),
+            lock_intensive: AtomicU32::new(0),
+            remig_next: AtomicU64::new(now.saturating_add(params.research_interval)),
+            voted_slice: AtomicU64::new(0),
+            settled_at: AtomicU64::new(now),
+            load_floor: AtomicU32::new(1),
+            last_p: AtomicU64::new(0f64.to_bits()),
+            memory: ClassMemory::new(params.class_memory_slots),
+            voting: Mutex::new(Voting { locking: 0, slice: 0, search: SearchState::new() }),
+        }
+    }
+
+    /// State for a new thread of the program `program_key`. A program
+    /// remembered as lock intensive starts `QualifyToMigrate`.
+    pub fn register_thread(&self, program_key: u64, now: Nanos) -> ThreadPolicyState {
+        let bound = self.bound();
+        let is_mig = if self.memory.contains(program_key) { MigState::QualifyToMigrate } else { MigState::General };
+        ThreadPolicyState {
+            is_mig,
+            placed_bound: bound,
+            record_bound: bound,
+            slice_begin: now,
+            quiet: QuietStreak::default(),
+            program_key,
+        }
+    }
+
+    /// The thread exits: it no longer counts as lock intensive.
+    pub fn unregister_thread(&self, thread: &ThreadPolicyState) {
+        if thread.is_mig == MigState::HaveMigrated {
+            self.lock_intensive.fetch_sub(1, HINT);
+        }
+    }
+
+    /// Alg. 3 lines 39-41: a slice of `thread` begins at `now`. A driver
+    /// whose slices are back-to-back accounting windows calls it right after
+    /// [`Self::on_slice_end`] with the same `now`.
+    #[inline]
+    pub fn begin_slice(&self, thread: &mut ThreadPolicyState, now: Nanos) {
+        thread.slice_begin = now;
+        thread.record_bound = self.bound();
+    }
+
+    /// Alg. 2 (`migrate_to_special_cores`), called before `thread` acquires a
+    /// lock while running on `current`. Returns the core it must move to, if
+    /// any: the least-loaded of the SSC's cores (`loads[core]` = runnable
+    /// threads on `core`, as the driver counts them; missing entries count
+    /// as 0; ties prefer `current`, then the order).
+    #[inline]
+    pub fn on_lock_attempt(
+        &self,
+        thread: &mut ThreadPolicyState,
+        current: CoreId,
+        loads: &[u32],
+        now: Nanos,
+    ) -> Option<CoreId> {
+        let bound = self.bound();
+        match thread.is_mig {
+            MigState::General => None,
+            MigState::HaveMigrated if thread.placed_bound == bound => None,
+            _ => self.place(thread, bound, current, loads, now),
+        }
+    }
+
+    #[cold]
+    fn place(
+        &self,
+        thread: &mut ThreadPolicyState,
+        bound: u32,
+        current: CoreId,
+        loads: &[u32],
+        now: Nanos,
+    ) -> Option<CoreId> {
+        if thread.is_mig == MigState::QualifyToMigrate {
+            self.lock_intensive.fetch_add(1, HINT);
+            thread.is_mig = MigState::HaveMigrated;
+        }
+        thread.placed_bound = bound;
+        let load_of = |core: CoreId| loads.get(core as usize).copied().unwrap_or(0);
+        let ssc = &self.order[..(bound as usize).min(self.order.len())];
+        let mut target = *ssc.first()?;
+        for &core in ssc {
+            if load_of(core) < load_of(target) {
+                target = core;
+            }
+        }
+        if self.is_ssc_core(current) && load_of(current) <= load_of(target) {
+            return None;
+        }
+        self.settled_at.fetch_max(now, HINT);
+        Some(target)
+    }
+
+    /// Alg. 3 lines 1-38, at the end of a slice of `thread` at `now`:
+    /// qualification, migrate-back, voting, and (for the thread that gets the
+    /// voting lock once votes suffice) a determination; then the timer.
+    #[inline]
+    pub fn on_slice_end(&self, thread: &mut ThreadPolicyState, obs: SliceObs, now: Nanos) -> SliceDecision {
+        let mut out = SliceDecision { action: ThreadAction::Stay, voted: false, decision: None };
+        match thread.is_mig {
+            MigState::General => {
+                if qualifies(&self.params.detect, obs.lock_wait, obs.slice_len) {
+                    thread.is_mig = MigState::QualifyToMigrate;
+                    thread.placed_bound = self.bound();
+                    thread.quiet.reset();
+                    if self.memory.capacity() > 0 {
+                        self.memory.remember(thread.program_key);
+                    }
+                    out.action = ThreadAction::Qualified;
+                }
+            }
+            MigState::QualifyToMigrate | MigState::HaveMigrated => {
+                out.voted = self.vote(thread, obs);
+                if self.voted_slice.load(HINT) > u64::from(self.bound()) * self.params.vote_slice_per_core {
+                    if let Some(mut voting) = try_voting(&self.voting) {
+                        // Re-checked under the lock: another thread may have decided.
+                        if voting.slice > u64::from(self.bound()) * self.params.vote_slice_per_core {
+                            out.decision = Some(self.determine(&mut voting, now));
+                        }
+                    }
+                }
+                if self.params.migrate_back && thread.quiet.observe(&self.params.detect, self.is_quiet(obs)) {
+                    self.send_back(thread);
+                    out.action = ThreadAction::MigrateBack;
+                }
+            }
+        }
+        if let Some(restart) = self.tick(now) {
+            out.decision = Some(restart);
+        }
+        out
+    }
+
+    /// Alg. 3 lines 11-19: counts the slice if it ran on an SSC core and
+    /// began under the current bound (and, with warm-up, long enough after
+    /// the last change).
+    #[inline]
+    fn vote(&self, thread: &ThreadPolicyState, obs: SliceObs) -> bool {
+        let bound = self.bound();
+        let warm = self.params.vote_warmup == 0
+            || thread.slice_begin >= self.settled_at.load(HINT).saturating_add(self.params.vote_warmup);
+        if !(warm && thread.record_bound == bound && self.is_ssc_core(obs.core)) {
+            return false;
+        }
+        let Some(mut voting) = try_voting(&self.voting) else { return false };
+        if thread.record_bound != self.bound() {
+            return false;
+        }
+        voting.locking = voting.locking.saturating_add(obs.lock_wait.min(obs.slice_len));
+        voting.slice = voting.slice.saturating_add(obs.slice_len);
+        self.voted_slice.store(voting.slice, HINT);
+        true
+    }
+
+    /// Quiet for migrate-back: below the release share and well below the
+    /// SSC's last measured p (see [`SscParams::release_peer_fraction`]).
+    #[inline]
+    fn is_quiet(&self, obs: SliceObs) -> bool {
+        let ssc_p = f64::from_bits(self.last_p.load(HINT));
+        is_quiet(&self.params.detect, obs.lock_wait, obs.slice_len)
+            && (obs.lock_wait as f64) < self.params.release_peer_fraction * ssc_p * obs.slice_len as f64
+    }
+
+    #[cold]
+    fn send_back(&self, thread: &mut ThreadPolicyState) {
+        if thread.is_mig == MigState::HaveMigrated {
+            self.lock_intensive.fetch_sub(1, HINT);
+        }
+        thread.is_mig = MigState::General;
+        thread.quiet.reset();
+        self.memory.forget(thread.program_key);
+    }
+
+    /// Alg. 3 lines 28-37: restarts the search if the re-search timer has
+    /// fired (the bound unchanged for `research_interval`, or an adaptation
+    /// trigger). Any thread's slice end calls it; a driver may also call it
+    /// from a periodic monitor.
+    #[inline]
+    pub fn tick(&self, now: Nanos) -> Option<Decision> {
+        if now < self.remig_next.load(HINT) {
+            return None;
+        }
+        self.fire_timer(now)
+    }
+
+    #[cold]
+    fn fire_timer(&self, now: Nanos) -> Option<Decision> {
+        let mut voting = try_voting(&self.voting)?;
+        if now < self.remig_next.load(HINT) {
+            return None;
+        }
+        let bound_before = self.bound();
+        let bound_after = self.restart(&mut voting, now);
+        Some(Decision {
+            at: now,
+            kind: DecisionKind::RestartTimer,
+            bound_before,
+            bound_after,
+            throughput: 0.0,
+            p: 0.0,
+            lock_intensive: self.lock_intensive(),
+            climbing: voting.search.climbing,
+        })
+    }
+
+    /// Paper 2's growth on load: `loads[core]` = runnable threads on `core`.
+    /// If the SSC's cores average more than `grow_runnable_per_core`, the
+    /// bound grows to the cores needed to bring it back, which also becomes a
+    /// floor for the search until a report shows it is no longer needed.
+    /// Call it periodically (e.g. from a monitor); it never blocks.
+    pub fn on_ssc_load(&self, loads: &[u32], now: Nanos) -> Option<Decision> {
+        let threshold = self.params.grow_runnable_per_core;
+        if threshold <= 0.0 {
+            return None;
+        }
+        let ssc = self.ssc_cores();
+        let runnable: u64 = ssc.iter().map(|&c| u64::from(loads.get(c as usize).copied().unwrap_or(0))).sum();
+        let needed = ((runnable as f64 / threshold).ceil() as u32).clamp(1, self.max_bound());
+        self.load_floor.store(needed, HINT);
+        let bound_before = self.bound();
+        if needed <= bound_before {
+            return None;
+        }
+        let mut voting = try_voting(&self.voting)?;
+        voting.search = SearchState::new();
+        voting.search.work_cores_last_step = needed;
+        self.move_bound(&mut voting, needed, now);
+        Some(Decision {
+            at: now,
+            kind: DecisionKind::GrowOnLoad,
+            bound_before,
+            bound_after: needed,
+            throughput: 0.0,
+            p: 0.0,
+            lock_intensive: self.lock_intensive(),
+            climbing: voting.search.climbing,
+        })
+    }
+}

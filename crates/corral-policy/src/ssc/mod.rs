@@ -1,0 +1,273 @@
+//! The Special Set of Cores (SSC) controller: paper 1 (Cui et al., "Lock-
+//! Contention-Aware Scheduler", TACO 2013), Algorithms 2-4 and Sec. 3.5, with
+//! paper 2's migrate-back and growth on long run queues.
+//!
+//! Concurrency: every method takes `&self` and the controller is `Sync`, so a
+//! runtime can share one controller among all its threads, as the kernel
+//! shares `special_core_bound`. The bound, the lock-intensive count and the
+//! timer are atomics; the votes and the search sit behind a mutex that is
+//! only ever *tried* (`try_lock`), as paper 1 guards them with
+//! `spin_trylock(voting_lock)`: a vote that finds it taken is dropped and the
+//! determination is left to whoever holds it. A single-threaded driver (the
+//! simulator) never sees it taken, so its runs are deterministic.
+//! Per-thread state ([`ThreadPolicyState`]) is owned by the driver and
+//! passed in `&mut`. Nothing here allocates after construction.
+
+mod memory;
+mod params;
+mod search;
+
+pub use memory::ClassMemory;
+pub use params::{Decision, DecisionKind, SscParams, PAPER_TSC_HZ, PAPER_VOTE_TICKS_PER_CORE};
+pub use search::{Phase, Refine, SearchState};
+
+use crate::detect::{is_quiet, qualifies, QuietStreak};
+use crate::{CoreId, Nanos};
+use search::Round;
+use serde::Serialize;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, TryLockError};
+
+mod controller;
+
+/// Paper 1's `is_mig`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum MigState {
+    /// Not lock intensive (`is_mig == 0`); runs on the general cores.
+    General,
+    /// Lock intensive; moves to the SSC at its next lock attempt.
+    QualifyToMigrate,
+    /// Lock intensive and counted; lives on the SSC.
+    HaveMigrated,
+}
+
+/// What the controller keeps per thread (paper 1's task_struct fields). The
+/// driver owns it and passes it to every call for that thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct ThreadPolicyState {
+    /// Classification.
+    pub is_mig: MigState,
+    /// The bound when the thread was last placed (`curr->special_core_bound`).
+    pub placed_bound: u32,
+    /// The bound when its current slice began (`curr->record_bound`).
+    pub record_bound: u32,
+    /// When its current slice began.
+    pub slice_begin: Nanos,
+    /// Consecutive quiet slices (migrate-back).
+    pub quiet: QuietStreak,
+    /// The driver's hash of the thread's program (or program and lock), the
+    /// key of the classification memory.
+    pub program_key: u64,
+}
+
+/// One slice as the driver observed it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct SliceObs {
+    /// The core the slice ran on.
+    pub core: CoreId,
+    /// The slice's length (`D_i`).
+    pub slice_len: Nanos,
+    /// Time spent waiting to acquire locks during it (`sum_j W_ij`).
+    pub lock_wait: Nanos,
+}
+
+/// What a thread must do after a slice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum ThreadAction {
+    /// Nothing.
+    Stay,
+    /// It just qualified as lock intensive; it moves at its next lock attempt
+    /// ([`SscController::on_lock_attempt`]).
+    Qualified,
+    /// It cooled down: the driver moves it back to the general cores.
+    MigrateBack,
+}
+
+/// The outcome of [`SscController::on_slice_end`].
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct SliceDecision {
+    /// What this thread must do.
+    pub action: ThreadAction,
+    /// Whether the slice was counted as a vote.
+    pub voted: bool,
+    /// A search or timer decision taken during this call, for the log.
+    pub decision: Option<Decision>,
+}
+
+/// The paper's voting variables and search state, guarded by `voting_lock`.
+#[derive(Debug)]
+struct Voting {
+    /// `voting_locking`: summed lock waiting of the votes.
+    locking: Nanos,
+    /// `voting_slice`: summed slice length of the votes.
+    slice: Nanos,
+    search: SearchState,
+}
+
+/// The SSC controller (paper 1, Algorithms 2-4; see the module docs for the
+/// concurrency contract).
+#[derive(Debug)]
+pub struct SscController {
+    params: SscParams,
+    /// Cores in the order they join the SSC (see `placement::Topology`).
+    order: Box<[CoreId]>,
+    /// Position of each core id in `order`; `u32::MAX` if absent.
+    rank: Box<[u32]>,
+    /// `special_core_bound`.
+    bound: AtomicU32,
+    /// `n_lock_intensive_tasks`.
+    lock_intensive: AtomicU32,
+    /// `remig_next`: when the re-search timer fires.
+    remig_next: AtomicU64,
+    /// Mirror of `voting.slice`, read without the lock (Alg. 3 line 20 reads
+    /// it unlocked too).
+    voted_slice: AtomicU64,
+    /// Latest bound change or migration into the SSC (vote warm-up).
+    settled_at: AtomicU64,
+    /// Cores needed to keep SSC run queues short (growth on load); 1 if off.
+    load_floor: AtomicU32,
+    /// p of the last determination, as f64 bits (migrate-back compares with it).
+    last_p: AtomicU64,
+    memory: ClassMemory,
+    voting: Mutex<Voting>,
+}
+
+/// Takes the voting lock if free; a poisoned lock is still usable, since the
+/// state is plain numbers and every update leaves it consistent.
+#[inline]
+fn try_voting(lock: &Mutex<Voting>) -> Option<MutexGuard<'_, Voting>> {
+    match lock.try_lock() {
+        Ok(guard) => Some(guard),
+        Err(TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+        Err(TryLockError::WouldBlock) => None,
+    }
+}
+
+/// Relaxed everywhere on these atomics: each is a self-contained hint
+/// (paper 1 reads `special_core_bound` unlocked); a stale read costs at most
+/// one extra migration or a dropped vote, which the next slice corrects.
+const HINT: Ordering = Ordering::Relaxed;
+
+impl SscController {
+    /// The parameters it runs with.
+    pub fn params(&self) -> &SscParams {
+        &self.params
+    }
+
+    /// `special_core_bound`: the SSC is the first `bound()` cores of the order.
+    #[inline]
+    pub fn bound(&self) -> u32 {
+        self.bound.load(HINT)
+    }
+
+    /// Lock-intensive threads counted (`n_lock_intensive_tasks`).
+    #[inline]
+    pub fn lock_intensive(&self) -> u32 {
+        self.lock_intensive.load(HINT)
+    }
+
+    /// The SSC now: the first `bound()` cores of the order.
+    #[inline]
+    pub fn ssc_cores(&self) -> &[CoreId] {
+        &self.order[..(self.bound() as usize).min(self.order.len())]
+    }
+
+    /// The whole order cores join the SSC in.
+    pub fn order(&self) -> &[CoreId] {
+        &self.order
+    }
+
+    /// Is `core` in the SSC now (`this_cpu < special_core_bound`)?
+    #[inline]
+    pub fn is_ssc_core(&self, core: CoreId) -> bool {
+        self.rank.get(core as usize).is_some_and(|&r| r < self.bound())
+    }
+
+    /// The classification memory.
+    pub fn memory(&self) -> &ClassMemory {
+        &self.memory
+    }
+
+    /// Votes accumulated so far: (`voting_locking`, `voting_slice`); `None`
+    /// if the voting lock is held elsewhere.
+    pub fn vote_totals(&self) -> Option<(Nanos, Nanos)> {
+        try_voting(&self.voting).map(|v| (v.locking, v.slice))
+    }
+
+    /// The search state; `None` if the voting lock is held elsewhere.
+    pub fn search_state(&self) -> Option<SearchState> {
+        try_voting(&self.voting).map(|v| v.search)
+    }
+
+    /// Largest bound the search may use.
+    fn max_bound(&self) -> u32 {
+        let cores = self.order.len() as u32;
+        match self.params.max_bound {
+            0 => cores,
+            cap => cap.min(cores),
+        }
+        .max(1)
+    }
+
+    /// A determination from the current votes (Alg. 4) and its effects.
+    fn determine(&self, voting: &mut Voting, now: Nanos) -> Decision {
+        let bound = self.bound();
+        let lock_intensive = self.lock_intensive();
+        let p = voting.locking as f64 / voting.slice.max(1) as f64;
+        let round = Round {
+            bound,
+            lock_intensive,
+            max_bound: self.max_bound(),
+            min_bound: self.load_floor.load(HINT).max(1),
+            useful_perc: 1.0 - p.min(1.0),
+        };
+        let step = voting.search.determine(&self.params, round);
+        self.last_p.store(p.to_bits(), HINT);
+        let mut decision = Decision {
+            at: now,
+            kind: step.kind,
+            bound_before: bound,
+            bound_after: bound,
+            throughput: step.thro,
+            p,
+            lock_intensive,
+            climbing: voting.search.climbing,
+        };
+        if step.restart {
+            decision.bound_after = self.restart(voting, now);
+        } else if let Some(new_bound) = step.new_bound {
+            self.move_bound(voting, new_bound, now);
+            decision.bound_after = new_bound;
+        } else {
+            // Alg. 4 line 50: SHRINK_VOTING(1, 2) lets older votes fade.
+            voting.locking /= 2;
+            voting.slice /= 2;
+            self.voted_slice.store(voting.slice, HINT);
+        }
+        if let Phase::Refine(refine) = voting.search.phase {
+            decision.climbing = refine.streak;
+        }
+        decision
+    }
+
+    /// Sets the bound, clears the votes and re-arms the timer (Alg. 4 lines
+    /// 20-23, 52).
+    fn move_bound(&self, voting: &mut Voting, new_bound: u32, now: Nanos) {
+        self.bound.store(new_bound.max(1), HINT);
+        voting.locking = 0;
+        voting.slice = 0;
+        self.voted_slice.store(0, HINT);
+        self.remig_next.store(now.saturating_add(self.params.research_interval), HINT);
+        self.settled_at.fetch_max(now, HINT);
+    }
+
+    /// Alg. 3 lines 31-34: bound back to the start, votes cleared, climbing
+    /// again. The recorded last step is reset too, so the new search does not
+    /// compare against the old one. Returns the new bound.
+    fn restart(&self, voting: &mut Voting, now: Nanos) -> u32 {
+        voting.search = SearchState::new();
+        let start = self.params.initial_bound.max(self.load_floor.load(HINT)).clamp(1, self.max_bound());
+        self.move_bound(voting, start, now);
+        start
+    }
+}

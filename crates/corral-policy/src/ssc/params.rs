@@ -1,0 +1,155 @@
+//! Parameters of the SSC controller, and the events it reports.
+
+use crate::detect::DetectParams;
+use crate::Nanos;
+use serde::Serialize;
+
+/// TSC rate assumed to convert paper 1's vote sufficiency from TSC ticks to
+/// nanoseconds: 1.9 GHz, the nominal clock of the AMD Opteron 8347 HE of
+/// paper 1's main machine (Sec. 4.1; the paper does not state the rate).
+pub const PAPER_TSC_HZ: u64 = 1_900_000_000;
+
+/// Paper 1, Alg. 3 line 20: votes suffice once
+/// `voting_slice > special_core_bound x 256,000` TSC ticks.
+pub const PAPER_VOTE_TICKS_PER_CORE: u64 = 256_000;
+
+/// Parameters of [`super::SscController`].
+///
+/// [`SscParams::default`] is corral: the 2013 algorithm plus every
+/// improvement. [`SscParams::paper_2013`] is the algorithm exactly as
+/// published (the improvements off).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct SscParams {
+    /// Per-slice classification thresholds (paper 1, Sec. 3.2; paper 2).
+    pub detect: DetectParams,
+    /// Vote sufficiency: a determination runs once the voted slice time
+    /// exceeds `bound x vote_slice_per_core`. Paper 1, Alg. 3 line 20:
+    /// 256,000 TSC ticks per core = 134,736 ns at [`PAPER_TSC_HZ`].
+    pub vote_slice_per_core: Nanos,
+    /// Consecutive agreeing rounds before the bound moves. Paper 1, Alg. 4: 2
+    /// (a step back, as published, takes one round more).
+    pub confirmations: u32,
+    /// Re-search timeout: the search restarts when the bound has not moved
+    /// for this long. Paper 1, Sec. 3.5: 30 s.
+    pub research_interval: Nanos,
+    /// A settled T above `alpha x` the recorded T restarts the search (Alg. 4
+    /// line 45; no published value). 1.3: round-to-round noise of a
+    /// sufficient vote is a few percent, a phase change moves T by tens.
+    pub alpha: f64,
+    /// A settled T below `beta x` the recorded T restarts the search (Alg. 4
+    /// line 45; no published value). 0.7, symmetric to `alpha`.
+    pub beta: f64,
+    /// Bound at start and after a restart. Paper 1, Alg. 3 line 31: 1.
+    pub initial_bound: u32,
+    /// Largest SSC (`max_special_cores`); 0 means every core of the order.
+    pub max_bound: u32,
+    /// Send a lock-intensive thread back after `detect.release_after_slices`
+    /// quiet slices (paper 2). Off in the 2013 algorithm.
+    pub migrate_back: bool,
+    /// Migrate-back also needs the thread's share below this fraction of the
+    /// SSC's last measured p: on a small SSC every thread waits little (with
+    /// one core, not at all), so only a thread quiet *among its peers* has
+    /// really cooled. A program cooling as a whole shows as a T jump and
+    /// restarts the search instead. 0.5 (no published value).
+    pub release_peer_fraction: f64,
+    /// Ignore votes from slices that began less than this after the last
+    /// bound change or migration into the SSC (paper 1, Sec. 4.6: early votes
+    /// skewed single counter to 2 cores). 0 turns the warm-up off.
+    pub vote_warmup: Nanos,
+    /// After the doubling stops, refine by a pattern search with halving
+    /// steps between n/2 and 2n (paper 1, Sec. 4.6: 8 cores instead of 10).
+    pub refine: bool,
+    /// Grow the SSC when its cores average more than this many runnable
+    /// threads (paper 2: the lock cores' run queues overflow). 0 turns it off.
+    pub grow_runnable_per_core: f64,
+    /// Slots of the per-program classification memory (paper 1, Sec. 4.6:
+    /// short-lived tasks exit before they are classified). 0 turns it off.
+    pub class_memory_slots: usize,
+}
+
+impl SscParams {
+    /// Paper 1's algorithm exactly: no migrate-back, no warm-up, no
+    /// refinement, no growth on load, no classification memory.
+    pub fn paper_2013() -> Self {
+        SscParams {
+            migrate_back: false,
+            vote_warmup: 0,
+            refine: false,
+            grow_runnable_per_core: 0.0,
+            class_memory_slots: 0,
+            ..Self::default()
+        }
+    }
+}
+
+impl Default for SscParams {
+    fn default() -> Self {
+        SscParams {
+            detect: DetectParams::default(),
+            vote_slice_per_core: PAPER_VOTE_TICKS_PER_CORE * 1_000_000_000 / PAPER_TSC_HZ,
+            confirmations: 2,
+            research_interval: 30_000_000_000,
+            alpha: 1.3,
+            beta: 0.7,
+            initial_bound: 1,
+            max_bound: 0,
+            migrate_back: true,
+            release_peer_fraction: 0.5,
+            // About one CFS slice: long enough for freshly moved threads to
+            // drain the old contention, short against a search round.
+            vote_warmup: 10_000_000,
+            refine: true,
+            // Two runnable threads per SSC core: each gets at most half a core.
+            grow_runnable_per_core: 2.0,
+            class_memory_slots: 256,
+        }
+    }
+}
+
+/// The kinds of [`Decision`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum DecisionKind {
+    /// A determination that moved nothing (a confirmation counted, or a
+    /// settled round within [beta, alpha]).
+    Hold,
+    /// Alg. 4 lines 11-23: T rose twice; the bound doubles.
+    Double,
+    /// Alg. 4 lines 33-37: T stopped rising; back to the last step, search
+    /// stopped.
+    StepBack,
+    /// Refinement: the bound moves to the next probe.
+    RefineProbe,
+    /// Refinement finished; the bound is the best center.
+    RefineSettle,
+    /// Alg. 3 lines 28-37: the re-search timer fired.
+    RestartTimer,
+    /// Alg. 4 line 45: T left [beta, alpha] x the recorded T.
+    RestartThroughputJump,
+    /// Alg. 4 line 45: the number of work cores changed.
+    RestartWorkCores,
+    /// Paper 2: the SSC's run queues were too long; the bound grew.
+    GrowOnLoad,
+}
+
+/// One decision of the controller, for the driver's log.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Decision {
+    /// When it was taken.
+    pub at: Nanos,
+    /// What happened.
+    pub kind: DecisionKind,
+    /// SSC size before.
+    pub bound_before: u32,
+    /// SSC size after.
+    pub bound_after: u32,
+    /// Normalised throughput T = (1 - p) x work cores of the round (0 when no
+    /// round was evaluated).
+    pub throughput: f64,
+    /// Lock-wait share p = voting_locking / voting_slice of the round.
+    pub p: f64,
+    /// Lock-intensive threads counted when it was taken.
+    pub lock_intensive: u32,
+    /// The search's confirmation counter after it (paper's `climbing`, or the
+    /// refinement streak).
+    pub climbing: i32,
+}

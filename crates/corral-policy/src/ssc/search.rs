@@ -1,0 +1,228 @@
+//! The SSC size search: paper 1's Algorithm 4 (`determine_new_bound`) and
+//! corral's refinement after the doubling stops.
+//!
+//! Pure state machine: the controller feeds it one round of votes and applies
+//! the returned [`Step`] (move the bound and clear the votes, or halve them).
+
+use super::{DecisionKind, SscParams};
+use serde::Serialize;
+
+/// Where the search stands.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub enum Phase {
+    /// Algorithm 4's doubling; `climbing` counts confirmations.
+    Climb,
+    /// Pattern search between halved steps around the best bound so far.
+    Refine(Refine),
+    /// The search stopped (`climbing == 0` in the paper); only the adaptation
+    /// check runs.
+    Settled,
+}
+
+/// Refinement state: probing `center +- step`, halving `step` when neither
+/// side is better, until `step` is 0.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Refine {
+    /// Best bound confirmed so far.
+    pub center: u32,
+    /// Normalised throughput measured at `center`.
+    pub center_thro: f64,
+    /// Distance of the probe from the center.
+    pub step: u32,
+    /// +1 or -1: the side being probed.
+    pub dir: i32,
+    /// The side that last moved the center at this step (0: none), so the
+    /// old center is never probed again.
+    pub moved_dir: i32,
+    /// The bound being measured.
+    pub probe: u32,
+    /// Consecutive better (> 0) or not-better (< 0) rounds at the probe.
+    pub streak: i32,
+}
+
+/// Inputs of one determination.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Round {
+    pub bound: u32,
+    pub lock_intensive: u32,
+    /// Largest allowed bound (cores in the order, or the configured cap).
+    pub max_bound: u32,
+    /// Smallest allowed bound (load floor, at least 1).
+    pub min_bound: u32,
+    pub useful_perc: f64,
+}
+
+/// What one determination decided.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Step {
+    pub kind: DecisionKind,
+    pub thro: f64,
+    /// `Some` when the bound moves (the votes are then cleared).
+    pub new_bound: Option<u32>,
+    /// The search must restart from the initial bound.
+    pub restart: bool,
+}
+
+/// Algorithm 4's persistent variables plus corral's refinement.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct SearchState {
+    /// Paper's `climbing`: 1 after a move, counts up on better rounds and down
+    /// (from -1) on worse ones; 0 once stopped.
+    pub climbing: i32,
+    /// Current phase.
+    pub phase: Phase,
+    /// Throughput recorded at the last move (`RECORD_LAST_VOTING`).
+    pub thro_last_step: f64,
+    /// Work cores recorded at the last move.
+    pub work_cores_last_step: u32,
+}
+
+impl SearchState {
+    /// A fresh search (Alg. 3 lines 31-33: climbing = 1).
+    pub fn new() -> Self {
+        SearchState { climbing: 1, phase: Phase::Climb, thro_last_step: 0.0, work_cores_last_step: 0 }
+    }
+
+    /// One determination (Alg. 4). Lines 2-4: T = useful_perc x work_cores.
+    pub(crate) fn determine(&mut self, params: &SscParams, round: Round) -> Step {
+        let work_cores = round.lock_intensive.min(round.bound).max(1);
+        let thro = round.useful_perc * f64::from(work_cores);
+        match self.phase {
+            Phase::Climb => self.climb(params, round, work_cores, thro),
+            Phase::Refine(refine) => self.refine_round(params, round, refine, thro),
+            Phase::Settled => self.adapt(params, work_cores, thro),
+        }
+    }
+
+    /// Alg. 4 lines 6-43, the doubling with `confirmations` better rounds to
+    /// grow and (as in the paper) one more to step back.
+    fn climb(&mut self, params: &SscParams, round: Round, work_cores: u32, thro: f64) -> Step {
+        let hold = Step { kind: DecisionKind::Hold, thro, new_bound: None, restart: false };
+        let confirmations = params.confirmations.max(1) as i32;
+        if thro > self.thro_last_step {
+            if self.climbing < 0 {
+                self.climbing = 1;
+                return hold;
+            }
+            if self.climbing < confirmations {
+                self.climbing += 1;
+                return hold;
+            }
+            let limit = round.max_bound.min(round.lock_intensive).max(1);
+            let new_bound = work_cores.saturating_mul(2).min(limit);
+            self.climbing = 1;
+            if new_bound > work_cores {
+                self.record_last(work_cores, thro);
+                return Step { kind: DecisionKind::Double, thro, new_bound: Some(new_bound), restart: false };
+            }
+            // Capped: the paper keeps re-confirming; corral refines below.
+            if params.refine {
+                return self.start_refine(round, work_cores, thro);
+            }
+            return hold;
+        }
+        if self.climbing > 0 {
+            self.climbing = -1;
+            return hold;
+        }
+        if self.climbing > -confirmations {
+            self.climbing -= 1;
+            return hold;
+        }
+        // Confirmed worse: back to the last step, and stop (or refine).
+        let back = self.work_cores_last_step.max(round.min_bound).max(1);
+        self.climbing = 0;
+        if params.refine {
+            let mut step = self.start_refine(round, back, self.thro_last_step);
+            if step.new_bound.is_none() && round.bound != back {
+                step.new_bound = Some(back);
+            }
+            return step;
+        }
+        self.phase = Phase::Settled;
+        Step { kind: DecisionKind::StepBack, thro, new_bound: Some(back), restart: false }
+    }
+
+    fn record_last(&mut self, work_cores: u32, thro: f64) {
+        self.thro_last_step = thro;
+        self.work_cores_last_step = work_cores;
+    }
+
+    /// Begins the pattern search around `center` with step `center / 2`.
+    fn start_refine(&mut self, round: Round, center: u32, center_thro: f64) -> Step {
+        let refine = Refine { center, center_thro, step: center / 2, dir: 1, moved_dir: 0, probe: center, streak: 0 };
+        self.next_probe(round, refine, center_thro)
+    }
+
+    /// Moves to the next valid probe, or settles at the center.
+    fn next_probe(&mut self, round: Round, mut refine: Refine, thro: f64) -> Step {
+        let limit = round.max_bound.min(round.lock_intensive).max(1);
+        let lowest = round.min_bound.max(1);
+        while refine.step > 0 {
+            let candidate = i64::from(refine.center) + i64::from(refine.dir) * i64::from(refine.step);
+            let old_center = refine.moved_dir == -refine.dir;
+            if !old_center && candidate >= i64::from(lowest) && candidate <= i64::from(limit) {
+                refine.probe = candidate as u32;
+                refine.streak = 0;
+                self.phase = Phase::Refine(refine);
+                return Step { kind: DecisionKind::RefineProbe, thro, new_bound: Some(refine.probe), restart: false };
+            }
+            if refine.dir > 0 && refine.moved_dir == 0 {
+                refine.dir = -1;
+            } else {
+                refine.step /= 2;
+                refine.dir = 1;
+                refine.moved_dir = 0;
+            }
+        }
+        self.phase = Phase::Settled;
+        self.climbing = 0;
+        self.record_last(refine.center, refine.center_thro);
+        let new_bound = (round.bound != refine.center).then_some(refine.center);
+        Step { kind: DecisionKind::RefineSettle, thro, new_bound, restart: false }
+    }
+
+    /// One round at a refinement probe: `confirmations` agreeing rounds
+    /// accept or reject it.
+    fn refine_round(&mut self, params: &SscParams, round: Round, mut refine: Refine, thro: f64) -> Step {
+        let confirmations = params.confirmations.max(1) as i32;
+        refine.streak = if thro > refine.center_thro { refine.streak.max(0) + 1 } else { refine.streak.min(0) - 1 };
+        if refine.streak >= confirmations {
+            refine.center = refine.probe;
+            refine.center_thro = thro;
+            refine.moved_dir = refine.dir;
+            return self.next_probe(round, refine, thro);
+        }
+        if refine.streak <= -confirmations {
+            if refine.dir > 0 && refine.moved_dir == 0 {
+                refine.dir = -1;
+            } else {
+                refine.step /= 2;
+                refine.dir = 1;
+                refine.moved_dir = 0;
+            }
+            return self.next_probe(round, refine, thro);
+        }
+        self.phase = Phase::Refine(refine);
+        Step { kind: DecisionKind::Hold, thro, new_bound: None, restart: false }
+    }
+
+    /// Alg. 4 lines 44-47: a change of work cores, or T outside
+    /// [beta, alpha] x the recorded T, restarts the search.
+    fn adapt(&mut self, params: &SscParams, work_cores: u32, thro: f64) -> Step {
+        let kind = if work_cores != self.work_cores_last_step {
+            DecisionKind::RestartWorkCores
+        } else if thro > params.alpha * self.thro_last_step || thro < params.beta * self.thro_last_step {
+            DecisionKind::RestartThroughputJump
+        } else {
+            return Step { kind: DecisionKind::Hold, thro, new_bound: None, restart: false };
+        };
+        Step { kind, thro, new_bound: None, restart: true }
+    }
+}
+
+impl Default for SearchState {
+    fn default() -> Self {
+        Self::new()
+    }
+}

@@ -1,0 +1,235 @@
+//! Lock acquisition, handoff and release under paper 3's cost model
+//! (Sec. 3.2, eq. 1).
+//!
+//! A non-scalable lock's service time with `k` cores holding or spinning is
+//! `s + k c`. With exponential times the hold phase is one exponential with
+//! that mean, redrawn whenever `k` changes: by memorylessness this is exactly
+//! eq. 1's Markov chain, so the simulation and the model must agree within
+//! sampling error. With fixed times the phase lasts `s + k c` for the `k` at
+//! release. Queue locks hand off in constant time.
+
+use crate::engine::{Phase, Sim, ACT_CS, ACT_SPIN, EV_PHASE_END, EV_SPIN_TIMEOUT, EV_WAKE, NONE};
+use crate::locks::LockAlgo;
+
+impl Sim<'_> {
+    /// Running task `t` tries the lock of its current step.
+    pub(crate) fn attempt(&mut self, t: u32) {
+        let now_ns = self.ns(self.now);
+        self.policy.on_lock_attempt(now_ns, t);
+        let core = self.tasks[t as usize].core;
+        let range = self.policy.allowed(t);
+        if !range.contains(core) {
+            // Algorithm 2: migrate at the lock attempt, then try there.
+            self.tasks[t as usize].phase = Phase::Attempt;
+            let target = self.least_loaded(range, t);
+            self.migrate(t, target);
+            return;
+        }
+        let l = self.step_of(t).lock as usize;
+        self.tasks[t as usize].wait_since = self.now;
+        if self.locks[l].holder == NONE {
+            self.locks[l].holder = t;
+            self.start_hold(t);
+            return;
+        }
+        self.locks[l].waiters.push_back(t);
+        if self.locks[l].algo == LockAlgo::Mutex {
+            self.park(t);
+            return;
+        }
+        self.begin_spin(t, l);
+        if self.locks[l].algo == LockAlgo::Adaptive {
+            let task = &self.tasks[t as usize];
+            let (ver, at) = (task.version, self.now + self.cfg.costs.adaptive_spin);
+            self.push(at, EV_SPIN_TIMEOUT, t, ver);
+        }
+    }
+
+    /// `t` (on a core, in the lock's waiter list) starts or resumes spinning.
+    #[inline]
+    pub(crate) fn begin_spin(&mut self, t: u32, l: usize) {
+        let task = &mut self.tasks[t as usize];
+        task.phase = Phase::Spin;
+        task.spin_since = self.now;
+        let core = task.core;
+        self.set_act(core, ACT_SPIN);
+        self.locks[l].spinners += 1;
+        self.contenders_changed(l);
+    }
+
+    /// `t` stops spinning on a core (granted, preempted, parked, moved).
+    #[inline]
+    pub(crate) fn end_spin(&mut self, t: u32, l: usize) {
+        let task = &mut self.tasks[t as usize];
+        task.slice_wait += self.now - task.spin_since;
+        self.locks[l].spinners -= 1;
+        self.contenders_changed(l);
+    }
+
+    /// Running task `t` owns its step's lock: run the critical section.
+    pub(crate) fn start_hold(&mut self, t: u32) {
+        let step = self.step_of(t);
+        let l = step.lock as usize;
+        let core = self.tasks[t as usize].core;
+        let wait_from = self.tasks[t as usize].wait_since.max(self.measure_start);
+        self.wait_total += (self.now - wait_from).max(0.0);
+        let lock = &mut self.locks[l];
+        let moved = lock.last_core != NONE && lock.last_core != core;
+        let data = if moved {
+            lock.data_miss[self.cfg.machine.distance(lock.last_core, core)]
+        } else {
+            0.0
+        };
+        let algo = lock.algo;
+        let k = 1 + lock.spinners;
+        let debt = std::mem::take(&mut self.tasks[t as usize].debt);
+        let len = if algo.is_non_scalable() {
+            let base = step.cs + data + debt;
+            let len = if self.exponential {
+                self.rng.exp(base + self.cfg.costs.handoff(algo, k))
+            } else {
+                base + self.cfg.costs.handoff(algo, k)
+            };
+            let task = &mut self.tasks[t as usize];
+            task.hold_start = self.now;
+            task.hold_base = base;
+            len
+        } else {
+            self.draw(step.cs) + data + debt + self.cfg.costs.handoff(algo, k)
+        };
+        let task = &mut self.tasks[t as usize];
+        task.phase = Phase::Hold;
+        task.phase_end = self.now + len;
+        let ver = task.version;
+        self.set_act(core, ACT_CS);
+        self.push(self.now + len, EV_PHASE_END, t, ver);
+    }
+
+    /// The number of spinners of lock `l` changed: a non-scalable lock's
+    /// running holder gets a new release time.
+    #[inline]
+    fn contenders_changed(&mut self, l: usize) {
+        let lock = &self.locks[l];
+        let h = lock.holder;
+        if !lock.algo.is_non_scalable() || h == NONE {
+            return;
+        }
+        let task = &self.tasks[h as usize];
+        if !task.on_core || task.phase != Phase::Hold {
+            return;
+        }
+        let handoff = self.cfg.costs.handoff(lock.algo, 1 + lock.spinners);
+        let end = if self.exponential {
+            self.now + self.rng.exp(task.hold_base + handoff)
+        } else {
+            (task.hold_start + task.hold_base + handoff).max(self.now)
+        };
+        let task = &mut self.tasks[h as usize];
+        task.version = task.version.wrapping_add(1);
+        task.phase_end = end;
+        let ver = task.version;
+        self.push(end, EV_PHASE_END, h, ver);
+    }
+
+    /// Running task `t` leaves its critical section: hand the lock on.
+    pub(crate) fn release(&mut self, t: u32) {
+        let l = self.step_of(t).lock as usize;
+        let core = self.tasks[t as usize].core;
+        let lock = &mut self.locks[l];
+        lock.last_core = core;
+        lock.holder = NONE;
+        let next = match lock.algo {
+            LockAlgo::Tas => {
+                // Any spinning waiter may win; preempted ones are not trying.
+                let spinning: Vec<usize> = (0..lock.waiters.len())
+                    .filter(|&i| {
+                        let w = &self.tasks[lock.waiters[i] as usize];
+                        w.on_core && w.phase == Phase::Spin
+                    })
+                    .collect();
+                if spinning.is_empty() {
+                    None
+                } else {
+                    let pick = spinning[self.rng.below(spinning.len() as u32) as usize];
+                    lock.waiters.remove(pick)
+                }
+            }
+            _ => lock.waiters.pop_front(),
+        };
+        if let Some(w) = next {
+            self.grant(w, l);
+        }
+    }
+
+    /// Lock `l` passes to waiter `w`.
+    fn grant(&mut self, w: u32, l: usize) {
+        self.locks[l].holder = w;
+        let task = &self.tasks[w as usize];
+        match (task.phase, task.on_core) {
+            (Phase::Spin, true) => {
+                self.end_spin(w, l);
+                self.start_hold(w);
+            }
+            (Phase::Parked, _) => {
+                // Wake-up latency with the lock already assigned: the convoy.
+                self.tasks[w as usize].phase = Phase::Granted;
+                let at = self.now + self.cfg.costs.wakeup;
+                self.push(at, EV_WAKE, w, 0);
+            }
+            _ => {
+                // A preempted spinner: the lock waits until it runs again.
+                self.tasks[w as usize].phase = Phase::Granted;
+            }
+        }
+    }
+
+    /// A preempted spinner runs again.
+    pub(crate) fn resume_spin(&mut self, t: u32) {
+        let l = self.step_of(t).lock as usize;
+        if self.locks[l].algo == LockAlgo::Tas && self.locks[l].holder == NONE {
+            let lock = &mut self.locks[l];
+            if let Some(i) = lock.waiters.iter().position(|&w| w == t) {
+                lock.waiters.remove(i);
+            }
+            lock.holder = t;
+            self.start_hold(t);
+        } else {
+            self.begin_spin(t, l);
+        }
+    }
+
+    /// Running task `t` goes to sleep on its lock.
+    fn park(&mut self, t: u32) {
+        self.tasks[t as usize].phase = Phase::Parked;
+        let core = self.tasks[t as usize].core;
+        self.leave_core(t);
+        self.switch_next(core);
+    }
+
+    /// The adaptive lock's spinning budget ran out: sleep.
+    pub(crate) fn spin_timeout(&mut self, t: u32) {
+        let task = &self.tasks[t as usize];
+        if task.phase != Phase::Spin || !task.on_core {
+            return;
+        }
+        let l = self.step_of(t).lock as usize;
+        self.end_spin(t, l);
+        self.park(t);
+    }
+
+    /// A woken task (already granted the lock) becomes runnable.
+    pub(crate) fn wake(&mut self, t: u32) {
+        let range = self.policy.allowed(t);
+        let last = self.tasks[t as usize].core;
+        let core = if range.contains(last) && self.cores[last as usize].running == NONE {
+            last
+        } else {
+            self.least_loaded(range, t)
+        };
+        if core != last {
+            self.tasks[t as usize].debt += self.cfg.machine.migration_cycles(last, core);
+            self.migrations += 1;
+        }
+        self.enqueue(t, core);
+    }
+}

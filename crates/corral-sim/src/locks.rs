@@ -1,0 +1,131 @@
+//! Lock algorithms and what each costs under the coherence model of paper 3,
+//! Sec. 3 ("Non-scalable locks are dangerous", Boyd-Wickizer et al. 2012).
+
+use serde::{Deserialize, Serialize};
+
+/// The lock algorithms the simulator knows, named as in `corral-locks`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LockAlgo {
+    /// FIFO ticket spin lock: every release is re-read by all spinners.
+    Ticket,
+    /// Test-and-set spin lock: same O(n) release, the winner is random.
+    Tas,
+    /// MCS queue lock: each waiter spins on its own line.
+    Mcs,
+    /// CLH queue lock: spins on the predecessor's node.
+    Clh,
+    /// K42 (MCS without the qnode argument).
+    K42,
+    /// Blocking mutex: waiters sleep and are woken.
+    Mutex,
+    /// Spin for a while, then sleep.
+    Adaptive,
+}
+
+impl LockAlgo {
+    pub const ALL: [LockAlgo; 7] = [
+        LockAlgo::Ticket,
+        LockAlgo::Tas,
+        LockAlgo::Mcs,
+        LockAlgo::Clh,
+        LockAlgo::K42,
+        LockAlgo::Mutex,
+        LockAlgo::Adaptive,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            LockAlgo::Ticket => "ticket",
+            LockAlgo::Tas => "tas",
+            LockAlgo::Mcs => "mcs",
+            LockAlgo::Clh => "clh",
+            LockAlgo::K42 => "k42",
+            LockAlgo::Mutex => "mutex",
+            LockAlgo::Adaptive => "adaptive",
+        }
+    }
+
+    /// Handoff cost grows with the number of spinners (paper 3, Sec. 2.1).
+    #[inline]
+    pub fn is_non_scalable(self) -> bool {
+        matches!(self, LockAlgo::Ticket | LockAlgo::Tas)
+    }
+
+    /// Waiters may go to sleep instead of spinning.
+    #[inline]
+    pub fn may_park(self) -> bool {
+        matches!(self, LockAlgo::Mutex | LockAlgo::Adaptive)
+    }
+}
+
+/// Coherence and scheduling costs of the lock algorithms, in cycles.
+///
+/// The handoff of a ticket or test-and-set lock with `k` cores holding or
+/// waiting costs `per_contender * k` (paper 3, eq. 1: service time
+/// `s + k c`); queue locks cost a constant, taken from paper 3's Fig. 11
+/// "shared acquire" column.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LockCosts {
+    /// `c` of eq. 1: directory response time per contending core. Paper 3
+    /// Sec. 2.1: "each inter-core operation takes on the order of a hundred
+    /// cycles".
+    pub per_contender: f64,
+    /// MCS shared acquire (Fig. 11: 53 cycles).
+    pub mcs_handoff: f64,
+    /// CLH shared acquire (Fig. 11: 517 cycles, its qnode recycling).
+    pub clh_handoff: f64,
+    /// K42 shared acquire (Fig. 11: 74.9 cycles).
+    pub k42_handoff: f64,
+    /// Uncontended atomic hand-over of a mutex or adaptive lock.
+    pub mutex_handoff: f64,
+    /// Waking a sleeping waiter until it runs (futex wake + schedule), ~5 us
+    /// at 2.4 GHz.
+    pub wakeup: f64,
+    /// Spinning budget of the adaptive lock before it parks (~2 us).
+    pub adaptive_spin: f64,
+}
+
+impl Default for LockCosts {
+    fn default() -> Self {
+        LockCosts {
+            per_contender: 100.0,
+            mcs_handoff: 53.0,
+            clh_handoff: 517.0,
+            k42_handoff: 74.9,
+            mutex_handoff: 60.0,
+            wakeup: 12_000.0,
+            adaptive_spin: 5_000.0,
+        }
+    }
+}
+
+impl LockCosts {
+    /// Handoff cost of `algo` with `contenders` cores holding or spinning.
+    #[inline]
+    pub fn handoff(&self, algo: LockAlgo, contenders: u32) -> f64 {
+        match algo {
+            LockAlgo::Ticket | LockAlgo::Tas => self.per_contender * contenders.max(1) as f64,
+            LockAlgo::Mcs => self.mcs_handoff,
+            LockAlgo::Clh => self.clh_handoff,
+            LockAlgo::K42 => self.k42_handoff,
+            LockAlgo::Mutex | LockAlgo::Adaptive => self.mutex_handoff,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_non_scalable_locks_grow_with_contenders() {
+        let c = LockCosts::default();
+        for algo in LockAlgo::ALL {
+            let grows = c.handoff(algo, 40) > c.handoff(algo, 1);
+            assert_eq!(grows, algo.is_non_scalable(), "{}", algo.name());
+        }
+        assert_eq!(c.handoff(LockAlgo::Ticket, 3), 300.0);
+    }
+}

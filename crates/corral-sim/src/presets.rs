@@ -1,0 +1,247 @@
+//! Built-in workloads with their parameters and where each comes from.
+//!
+//! Paper 3 (Boyd-Wickizer et al. 2012), Fig. 3 table, measured on one core:
+//!
+//! | bench  | op time  | acquires/op | cs (cycles) | % in cs |
+//! |--------|----------|-------------|-------------|---------|
+//! | FOPS   | 503      | 4           | 92          | 73%     |
+//! | MEMPOP | 6,852    | 4           | 121         | 7%      |
+//! | PFIND  | 2,099 M  | 70 K        | 350         | 7%      |
+//! | EXIM   | 1,156 K  | 58          | 165         | 0.8%    |
+//!
+//! Critical sections lengthen as their data moves between caches (Sec. 5.2),
+//! modelled by `data_miss`, the extra cycles when the previous holder ran on
+//! another core (same LLC, 1, 2, 3 hops).
+//!
+//! Paper 1 (Cui et al. 2013) publishes no per-operation figures; its presets
+//! are estimates from the shape of its Fig. 3 (where each default curve peaks
+//! and how fast it falls), written beside each.
+
+use crate::locks::LockAlgo;
+use crate::workload::{LockSpec, PhaseSpec, Step, TimeDist, Workload};
+
+/// Data-miss cost profile: `remote` cycles at one hop, half of it within an
+/// LLC, growing by 10% per further hop.
+fn misses(remote: f64) -> [f64; 4] {
+    [remote * 0.5, remote, remote * 1.1, remote * 1.2]
+}
+
+fn kernel_lock(name: &str, data_miss_remote: f64) -> LockSpec {
+    LockSpec {
+        name: name.into(),
+        algo: LockAlgo::Ticket,
+        kernel: true,
+        data_miss: misses(data_miss_remote),
+    }
+}
+
+fn step(work: f64, lock: &str, cs: f64, repeat: u32) -> Step {
+    Step {
+        work,
+        lock: Some(lock.into()),
+        cs,
+        repeat,
+    }
+}
+
+fn closed_loop(name: &str, description: &str, lock: LockSpec, op: Vec<Step>) -> Workload {
+    Workload {
+        name: name.into(),
+        description: description.into(),
+        tasks_per_core: 1,
+        times: TimeDist::Exponential,
+        locks: vec![lock],
+        operation: op,
+        ops_per_task: None,
+        spawn_cycles: 0.0,
+        phases: vec![],
+    }
+}
+
+/// Per-acquisition non-critical work so that the critical section takes
+/// `share` of the one-core operation (the table's last column).
+fn work_for_share(cs: f64, share: f64) -> f64 {
+    cs * (1.0 - share) / share
+}
+
+/// Names of the built-in workloads, in listing order.
+pub const NAMES: [&str; 14] = [
+    "fops",
+    "mempop",
+    "pfind",
+    "exim",
+    "single-counter",
+    "mmapbench",
+    "sockbench",
+    "postmark-500",
+    "postmark-10000",
+    "kernbench",
+    "parallel-find",
+    "parallel-grep",
+    "phase-change",
+    "markov",
+];
+
+/// The built-in workload called `name`.
+pub fn preset(name: &str) -> Option<Workload> {
+    let w = match name {
+        // 503 cycles, 4 x 92 in the d_entry lock; the critical section grows
+        // to 450-852 cycles once two or more cores touch the dentry (Sec. 5.2).
+        "fops" => closed_loop(
+            "fops",
+            "paper 3 FOPS: open/close one file; 4 x 92-cycle d_entry sections per 503-cycle op",
+            kernel_lock("d_entry", 360.0),
+            vec![step((503.0 - 4.0 * 92.0) / 4.0, "d_entry", 92.0, 4)],
+        ),
+        // 6,852 cycles, 4 x 121 in anon_vma (7%); 141 -> 350 cycles by 10 cores.
+        "mempop" => closed_loop(
+            "mempop",
+            "paper 3 MEMPOP: mmap/munmap; 4 x 121-cycle anon_vma sections per 6,852-cycle op",
+            kernel_lock("anon_vma", 210.0),
+            vec![step((6852.0 - 4.0 * 121.0) / 4.0, "anon_vma", 121.0, 4)],
+        ),
+        // 70 K x 350 cycles per 2,099 M-cycle find is 1.2%, not the table's 7%;
+        // the 7% (and the peak at 14 = 1/0.07 cores) is what we follow. One
+        // operation is 70 acquisitions, a thousandth of a find, so that
+        // throughput is measurable in short runs. 350 -> 1,100 cycles by 44.
+        "pfind" => closed_loop(
+            "pfind",
+            "paper 3 PFIND: parallel find; 350-cycle address_space sections at 7% (op = 1/1000 find)",
+            kernel_lock("address_space", 750.0),
+            vec![step(work_for_share(350.0, 0.07), "address_space", 350.0, 70)],
+        ),
+        // 1,156 K cycles, 58 x 165 in anon_vma (0.8%).
+        "exim" => closed_loop(
+            "exim",
+            "paper 3 EXIM: mail delivery; 58 x 165-cycle anon_vma sections per 1,156 K-cycle op",
+            kernel_lock("anon_vma", 200.0),
+            vec![step(1_156_000.0 / 58.0 - 165.0, "anon_vma", 165.0, 58)],
+        ),
+        _ => return paper1_preset(name),
+    };
+    Some(w)
+}
+
+/// Paper 1's benchmarks (Sec. 4.2), parameters estimated from its Fig. 3.
+fn paper1_preset(name: &str) -> Option<Workload> {
+    let w = match name {
+        // A spin-lock protected counter in a tight loop: collapses from two
+        // cores on; its best is one or two cores.
+        "single-counter" => closed_loop(
+            "single-counter",
+            "paper 1 single counter: a kernel counter under one spin lock in a tight loop",
+            kernel_lock("counter", 150.0),
+            vec![step(300.0, "counter", 60.0, 1)],
+        ),
+        // Map 500 MB shared, touch each page, unmap: i_mmap_lock; default peaks
+        // near 6 cores (estimate).
+        "mmapbench" => closed_loop(
+            "mmapbench",
+            "paper 1 mmapbench: map/touch/unmap a shared file; i_mmap_lock (estimated: peak ~6 cores)",
+            kernel_lock("i_mmap_lock", 250.0),
+            vec![step(work_for_share(200.0, 0.12), "i_mmap_lock", 200.0, 4)],
+        ),
+        // Socket create/close: dcache_lock and inode_lock; peak near 8 cores.
+        "sockbench" => closed_loop(
+            "sockbench",
+            "paper 1 sockbench: socket create/close; dcache_lock (estimated: peak ~8 cores)",
+            kernel_lock("dcache_lock", 200.0),
+            vec![step(work_for_share(180.0, 0.09), "dcache_lock", 180.0, 3)],
+        ),
+        // tmpfs transactions on 500 files per thread: files_lock/dcache_lock;
+        // peak near 16 cores (its Fig. 4: SSC 17-18 at collapse).
+        "postmark-500" => closed_loop(
+            "postmark-500",
+            "paper 1 parallel postmark, 500 files: files_lock (estimated: peak ~16 cores)",
+            kernel_lock("files_lock", 250.0),
+            vec![step(work_for_share(250.0, 0.045), "files_lock", 250.0, 6)],
+        ),
+        // 10000 files: longer per-transaction work, later and gentler peak.
+        "postmark-10000" => closed_loop(
+            "postmark-10000",
+            "paper 1 parallel postmark, 10000 files: files_lock (estimated: peak ~22 cores)",
+            kernel_lock("files_lock", 250.0),
+            vec![step(work_for_share(250.0, 0.03), "files_lock", 250.0, 6)],
+        ),
+        // Compiling: light, rare contention; no collapse at 32 cores.
+        "kernbench" => closed_loop(
+            "kernbench",
+            "paper 1 kernbench: kernel compile; rare files_lock use, no collapse (estimated)",
+            kernel_lock("files_lock", 200.0),
+            vec![step(work_for_share(200.0, 0.002), "files_lock", 200.0, 10)],
+        ),
+        // Short-lived find processes on the per-dentry lock: peak near 10
+        // cores (its Fig. 4: SSC 8 "instead of the optimal value ten").
+        "parallel-find" => {
+            let mut w = closed_loop(
+                "parallel-find",
+                "paper 1 parallel find: short-lived find processes; d_lock (estimated: peak ~10 cores)",
+                kernel_lock("d_lock", 400.0),
+                vec![step(work_for_share(300.0, 0.07), "d_lock", 300.0, 20)],
+            );
+            w.ops_per_task = Some(25);
+            w.spawn_cycles = 250_000.0;
+            w
+        }
+        // grep over small files: files_lock; peak near 12 cores.
+        "parallel-grep" => closed_loop(
+            "parallel-grep",
+            "paper 1 parallel grep: grep small files; files_lock (estimated: peak ~12 cores)",
+            kernel_lock("files_lock", 250.0),
+            vec![step(work_for_share(250.0, 0.06), "files_lock", 250.0, 8)],
+        ),
+        // Contended for the first half (like MEMPOP), nearly lock-free after:
+        // the policy must notice the change and give the cores back.
+        "phase-change" => {
+            let mut w = closed_loop(
+                "phase-change",
+                "MEMPOP-like contention for the first half, then 50x less lock use",
+                kernel_lock("anon_vma", 210.0),
+                vec![step((6852.0 - 4.0 * 121.0) / 4.0, "anon_vma", 121.0, 4)],
+            );
+            w.phases = vec![PhaseSpec {
+                at: 0.5,
+                operation: vec![step(50.0 * 1592.0, "anon_vma", 121.0, 4)],
+            }];
+            w
+        }
+        // Paper 3's Fig. 8 microbenchmark: s = 400, a = 12,500 (eq. 1 exact).
+        "markov" => {
+            let mut l = kernel_lock("lock", 0.0);
+            l.data_miss = [0.0; 4];
+            closed_loop(
+                "markov",
+                "paper 3 Fig. 8 microbenchmark: one ticket lock, s = 400, a = 12,500 cycles",
+                l,
+                vec![step(12_500.0, "lock", 400.0, 1)],
+            )
+        }
+        _ => return None,
+    };
+    Some(w)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_named_preset_exists_and_validates() {
+        for name in NAMES {
+            let w = preset(name).unwrap_or_else(|| panic!("{name} missing"));
+            assert_eq!(w.name, name);
+            w.validate().unwrap();
+        }
+        assert!(preset("nope").is_none());
+    }
+
+    #[test]
+    fn paper3_presets_keep_the_table_figures() {
+        let fops = preset("fops").unwrap();
+        let op: f64 = fops.operation.iter().map(|s| s.repeat as f64 * (s.work + s.cs)).sum();
+        assert!((op - 503.0).abs() < 1e-9);
+        let exim = preset("exim").unwrap();
+        let op: f64 = exim.operation.iter().map(|s| s.repeat as f64 * (s.work + s.cs)).sum();
+        assert!((op - 1_156_000.0).abs() < 1e-6);
+    }
+}

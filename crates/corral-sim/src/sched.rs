@@ -1,0 +1,255 @@
+//! Per-core run queues, time slices, preemption, migration and load
+//! balancing within each task's allowed cores.
+
+use crate::engine::{Phase, Sim, ACT_CS, ACT_IDLE, ACT_WORK, EV_PHASE_END, EV_SLICE, EV_SPIN_TIMEOUT, NONE};
+use crate::locks::LockAlgo;
+use crate::policy::CoreRange;
+
+impl Sim<'_> {
+    #[inline]
+    fn load(&self, core: u32) -> usize {
+        let c = &self.cores[core as usize];
+        c.runq.len() + usize::from(c.running != NONE)
+    }
+
+    /// The least-loaded core of `range`, ties broken by a per-task offset so
+    /// that tasks spread out.
+    pub(crate) fn least_loaded(&self, range: CoreRange, t: u32) -> u32 {
+        let len = range.hi.saturating_sub(range.lo).max(1);
+        let mut best = range.lo;
+        let mut best_load = usize::MAX;
+        for i in 0..len {
+            let core = range.lo + (t + i) % len;
+            let load = self.load(core);
+            if load < best_load {
+                best = core;
+                best_load = load;
+                if load == 0 {
+                    break;
+                }
+            }
+        }
+        best
+    }
+
+    /// Makes `t` runnable on `core`: runs it at once if the core is idle.
+    pub(crate) fn enqueue(&mut self, t: u32, core: u32) {
+        self.tasks[t as usize].core = core;
+        if self.cores[core as usize].running == NONE {
+            self.run_on(core, t);
+        } else {
+            self.cores[core as usize].runq.push_back(t);
+            self.queued += 1;
+        }
+    }
+
+    /// Moves `t` (running or not) to `target`, paying the migration cost.
+    pub(crate) fn migrate(&mut self, t: u32, target: u32) {
+        let from = self.tasks[t as usize].core;
+        if self.tasks[t as usize].on_core {
+            self.leave_core(t);
+            self.switch_next(from);
+        }
+        if from != target {
+            self.tasks[t as usize].debt += self.cfg.machine.migration_cycles(from, target);
+            self.migrations += 1;
+        }
+        self.enqueue(t, target);
+    }
+
+    /// Takes running task `t` off its core, saving its progress and closing
+    /// its slice.
+    pub(crate) fn leave_core(&mut self, t: u32) {
+        let now = self.now;
+        let core = self.tasks[t as usize].core;
+        let phase = self.tasks[t as usize].phase;
+        match phase {
+            Phase::Work | Phase::Hold => {
+                let task = &mut self.tasks[t as usize];
+                task.remaining = (task.phase_end - now).max(0.0);
+            }
+            Phase::Spin => {
+                let l = self.step_of(t).lock as usize;
+                self.end_spin(t, l);
+            }
+            _ => {}
+        }
+        self.report_slice(t);
+        let task = &mut self.tasks[t as usize];
+        task.version = task.version.wrapping_add(1);
+        task.on_core = false;
+        let c = &mut self.cores[core as usize];
+        c.running = NONE;
+        c.preempt_pending = false;
+    }
+
+    /// Hands the slice that just ended for `t` to the policy.
+    fn report_slice(&mut self, t: u32) {
+        let now = self.now;
+        let task = &mut self.tasks[t as usize];
+        let mut wait = task.slice_wait;
+        if task.phase == Phase::Spin && task.on_core {
+            wait += now - task.spin_since;
+            task.spin_since = now;
+        }
+        let run = now - task.slice_start;
+        task.slice_start = now;
+        task.slice_wait = 0.0;
+        let (now_ns, run_ns, wait_ns) = (self.ns(now), self.ns(run), self.ns(wait));
+        self.policy.on_slice(now_ns, t, run_ns, wait_ns);
+    }
+
+    /// `core` lost its task: run the next queued one, pull one, or go idle.
+    pub(crate) fn switch_next(&mut self, core: u32) {
+        if let Some(next) = self.cores[core as usize].runq.pop_front() {
+            self.queued -= 1;
+            self.run_on(core, next);
+        } else if !self.pull(core) {
+            let c = &mut self.cores[core as usize];
+            c.slice_version = c.slice_version.wrapping_add(1);
+            self.set_act(core, ACT_IDLE);
+        }
+    }
+
+    /// Idle balancing: `core` steals a queued task allowed to run on it from
+    /// the busiest run queue.
+    pub(crate) fn pull(&mut self, core: u32) -> bool {
+        if self.queued == 0 {
+            return false;
+        }
+        let mut best: Option<(usize, u32, usize)> = None;
+        for (src, c) in self.cores.iter().enumerate() {
+            if c.runq.is_empty() || best.is_some_and(|b| b.0 >= c.runq.len()) {
+                continue;
+            }
+            if let Some(i) = c
+                .runq
+                .iter()
+                .rposition(|&q| self.policy.allowed(q).contains(core))
+            {
+                best = Some((c.runq.len(), src as u32, i));
+            }
+        }
+        let Some((_, src, i)) = best else {
+            return false;
+        };
+        let t = self.cores[src as usize].runq.remove(i).expect("index from rposition");
+        self.queued -= 1;
+        self.tasks[t as usize].debt += self.cfg.machine.migration_cycles(src, core);
+        self.migrations += 1;
+        self.tasks[t as usize].core = core;
+        self.run_on(core, t);
+        true
+    }
+
+    /// Periodic balancing: idle cores look for queued work.
+    #[cold]
+    pub(crate) fn balance_idle(&mut self) {
+        if self.queued == 0 {
+            return;
+        }
+        for core in 0..self.cores.len() as u32 {
+            if self.cores[core as usize].running == NONE && !self.pull(core) && self.queued == 0 {
+                break;
+            }
+        }
+    }
+
+    /// `t` starts running on idle `core` and resumes where it stopped.
+    pub(crate) fn run_on(&mut self, core: u32, t: u32) {
+        self.context_switches += 1;
+        let now = self.now;
+        let c = &mut self.cores[core as usize];
+        c.running = t;
+        c.preempt_pending = false;
+        c.slice_version = c.slice_version.wrapping_add(1);
+        let slice_ver = c.slice_version;
+        self.push(now + self.slice_cycles, EV_SLICE, core, slice_ver);
+        let ctx = self.cfg.sched.context_switch_cycles;
+        let task = &mut self.tasks[t as usize];
+        task.on_core = true;
+        task.core = core;
+        task.slice_start = now;
+        task.slice_wait = 0.0;
+        task.debt += ctx;
+        match task.phase {
+            Phase::Start => self.begin_step(t),
+            Phase::Attempt => self.attempt(t),
+            Phase::Work | Phase::Hold => {
+                let act = if task.phase == Phase::Work { ACT_WORK } else { ACT_CS };
+                let len = task.remaining + std::mem::take(&mut task.debt);
+                task.phase_end = now + len;
+                let ver = task.version;
+                if task.phase == Phase::Hold {
+                    // Its non-scalable handoff is now measured from here.
+                    let l = &self.locks[self.programs[task.program as usize][task.step as usize].lock as usize];
+                    task.hold_start = now;
+                    task.hold_base = (len - self.cfg.costs.handoff(l.algo, 1 + l.spinners)).max(0.0);
+                }
+                self.set_act(core, act);
+                self.push(now + len, EV_PHASE_END, t, ver);
+            }
+            Phase::Spin => {
+                self.resume_spin(t);
+                let task = &self.tasks[t as usize];
+                let l = self.step_of(t).lock as usize;
+                if task.phase == Phase::Spin && self.locks[l].algo == LockAlgo::Adaptive {
+                    let at = now + self.cfg.costs.adaptive_spin;
+                    self.push(at, EV_SPIN_TIMEOUT, t, task.version);
+                }
+            }
+            Phase::Granted => self.start_hold(t),
+            Phase::Parked => unreachable!("a parked task is never queued"),
+        }
+    }
+
+    /// Whether `t` may be taken off its core now. Kernel spin locks disable
+    /// preemption while spinning and while held; user-space locks do not.
+    #[inline]
+    fn preemptible(&self, t: u32) -> bool {
+        match self.tasks[t as usize].phase {
+            Phase::Start | Phase::Work | Phase::Attempt => true,
+            Phase::Spin | Phase::Hold | Phase::Granted => {
+                !self.locks[self.step_of(t).lock as usize].kernel
+            }
+            Phase::Parked => false,
+        }
+    }
+
+    /// The time slice on `core` ran out.
+    pub(crate) fn slice_end(&mut self, core: u32) {
+        let t = self.cores[core as usize].running;
+        if t == NONE {
+            return;
+        }
+        self.report_slice(t);
+        let range = self.policy.allowed(t);
+        let preemptible = self.preemptible(t);
+        if preemptible && !range.contains(core) {
+            let target = self.least_loaded(range, t);
+            self.migrate(t, target);
+            return;
+        }
+        if !self.cores[core as usize].runq.is_empty() {
+            if preemptible {
+                self.preempt_running(core);
+                return;
+            }
+            self.cores[core as usize].preempt_pending = true;
+        }
+        let c = &mut self.cores[core as usize];
+        c.slice_version = c.slice_version.wrapping_add(1);
+        let ver = c.slice_version;
+        self.push(self.now + self.slice_cycles, EV_SLICE, core, ver);
+    }
+
+    /// Round robin: the running task goes to the back of its run queue.
+    pub(crate) fn preempt_running(&mut self, core: u32) {
+        let t = self.cores[core as usize].running;
+        debug_assert!(!self.cores[core as usize].runq.is_empty());
+        self.leave_core(t);
+        self.cores[core as usize].runq.push_back(t);
+        self.queued += 1;
+        self.switch_next(core);
+    }
+}
