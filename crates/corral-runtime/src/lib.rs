@@ -1,6 +1,7 @@
-//! corral on real Linux. Today: the shared stats ABI and the sysfs topology;
-//! the thread registry, slices, affinity and monitor land with the runtime
+//! corral on real Linux: the shared stats ABI, the sysfs topology and thread
+//! affinity; the thread registry, slices and monitor land with the runtime
 //! issue.
 
 pub mod abi;
+pub mod affinity;
 pub mod topology;

@@ -38,7 +38,10 @@ pub fn exit_with_clap_error(e: clap::Error) -> ! {
         | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
         _ => {
             let text = e.render().to_string();
-            let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("error");
+            let first = text
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("error");
             eprintln!("{first}");
             std::process::exit(2);
         }

@@ -55,14 +55,14 @@ pub fn handoff_ns<L: RawLock>(rounds: u64) -> f64 {
     let lock = L::default();
     let turn = AtomicU64::new(0);
     let total_ticks = AtomicU64::new(0);
-    let cpus = crate::affinity::allowed_cpus();
+    let cpus = corral_runtime::affinity::allowed_cpus();
     std::thread::scope(|s| {
         for me in 0..2u64 {
             let (lock, turn, total_ticks) = (&lock, &turn, &total_ticks);
             let cpu = cpus.get(me as usize % cpus.len().max(1)).copied();
             s.spawn(move || {
                 if let Some(cpu) = cpu {
-                    crate::affinity::pin_current_thread(cpu);
+                    let _ = corral_runtime::affinity::set_thread_affinity(0, &[cpu]);
                 }
                 let mut ticks = 0u64;
                 for round in 0..rounds {

@@ -1,7 +1,6 @@
 //! The `corral` command line: run, model, simulate and benchmark
 //! lock-contention-aware scheduling.
 
-mod affinity;
 mod cmd;
 mod error;
 mod lockbench;
@@ -26,6 +25,10 @@ struct Cli {
 enum Command {
     /// The built-in demonstration: lock collapse under oversubscription.
     Demo(cmd::demo::DemoArgs),
+    /// Run PROG with corral's locks and the SSC policy: `corral run -- PROG ARGS`.
+    Run(cmd::run::RunArgs),
+    /// Apply the kernel-lock SSC policy to a running process.
+    Attach(cmd::attach::AttachArgs),
     /// Benchmarks (`corral bench locks`, ...).
     #[command(subcommand)]
     Bench(cmd::bench::BenchCommand),
@@ -42,6 +45,8 @@ fn main() {
     };
     let result = match cli.command {
         Command::Demo(args) => cmd::demo::run(args),
+        Command::Run(args) => cmd::run::run(args),
+        Command::Attach(args) => cmd::attach::run(args),
         Command::Bench(b) => cmd::bench::run(b),
         Command::Model(args) => cmd::model::run(args),
         Command::Sim(args) => cmd::sim::run(args),

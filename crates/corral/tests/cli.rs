@@ -4,7 +4,10 @@
 use std::process::{Command, Output};
 
 fn corral(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_corral")).args(args).output().expect("run corral")
+    Command::new(env!("CARGO_BIN_EXE_corral"))
+        .args(args)
+        .output()
+        .expect("run corral")
 }
 
 /// Asserts a failure with exactly one line on stderr that names `flag`,
@@ -16,34 +19,67 @@ fn assert_one_line_error(args: &[&str], flag: &str, value: &str, allowed: &str) 
     let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(lines.len(), 1, "{args:?}: expected one line, got {err:?}");
     for needle in [flag, value, allowed] {
-        assert!(lines[0].contains(needle), "{args:?}: {:?} lacks {needle:?}", lines[0]);
+        assert!(
+            lines[0].contains(needle),
+            "{args:?}: {:?} lacks {needle:?}",
+            lines[0]
+        );
     }
 }
 
 #[test]
 fn unknown_algorithm_is_one_line() {
-    assert_one_line_error(&["bench", "locks", "--algs", "ticket,bogus"], "--algs", "bogus", "allowed: tas");
+    assert_one_line_error(
+        &["bench", "locks", "--algs", "ticket,bogus"],
+        "--algs",
+        "bogus",
+        "allowed: tas",
+    );
 }
 
 #[test]
 fn zero_threads_is_one_line() {
-    assert_one_line_error(&["bench", "locks", "--threads", "1,0"], "--threads", "1,0", "positive");
+    assert_one_line_error(
+        &["bench", "locks", "--threads", "1,0"],
+        "--threads",
+        "1,0",
+        "positive",
+    );
 }
 
 #[test]
 fn malformed_list_is_one_line() {
-    assert_one_line_error(&["bench", "locks", "--threads", "1,,2"], "--threads", "1,,2", "expected");
-    assert_one_line_error(&["model", "--a", "1", "--s", "1", "--c", "1", "--cores", "9..2"], "--cores", "9..2", "backwards");
+    assert_one_line_error(
+        &["bench", "locks", "--threads", "1,,2"],
+        "--threads",
+        "1,,2",
+        "expected",
+    );
+    assert_one_line_error(
+        &[
+            "model", "--a", "1", "--s", "1", "--c", "1", "--cores", "9..2",
+        ],
+        "--cores",
+        "9..2",
+        "backwards",
+    );
 }
 
 #[test]
 fn model_rejects_non_positive_cycles() {
-    assert_one_line_error(&["model", "--a", "-5", "--s", "400", "--c", "100"], "--a", "-5", "positive");
+    assert_one_line_error(
+        &["model", "--a", "-5", "--s", "400", "--c", "100"],
+        "--a",
+        "-5",
+        "positive",
+    );
 }
 
 #[test]
 fn model_json_has_points_and_peak() {
-    let out = corral(&["model", "--a", "12500", "--s", "400", "--c", "100", "--cores", "1..48", "--json"]);
+    let out = corral(&[
+        "model", "--a", "12500", "--s", "400", "--c", "100", "--cores", "1..48", "--json",
+    ]);
     assert!(out.status.success());
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     let points = v["points"].as_array().expect("points");
@@ -54,18 +90,53 @@ fn model_json_has_points_and_peak() {
     let at_48 = points[47]["speedup"].as_f64().unwrap();
     // Paper 3, Fig. 8: a 400-cycle serial section collapses well before 48.
     assert!(peak["cores"].as_u64().unwrap() < 48);
-    assert!(at_48 < 0.8 * peak_speedup, "no collapse: {at_48} vs peak {peak_speedup}");
+    assert!(
+        at_48 < 0.8 * peak_speedup,
+        "no collapse: {at_48} vs peak {peak_speedup}"
+    );
 }
 
 #[test]
 fn bench_locks_json_lists_every_algorithm() {
     let out = corral(&[
-        "bench", "locks", "--json", "--threads", "1,3", "--duration-ms", "5", "--reps", "1", "--iters", "200",
+        "bench",
+        "locks",
+        "--json",
+        "--threads",
+        "1,3",
+        "--duration-ms",
+        "5",
+        "--reps",
+        "1",
+        "--iters",
+        "200",
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    let names: Vec<&str> = v["uncontended"].as_array().unwrap().iter().map(|r| r["alg"].as_str().unwrap()).collect();
-    assert_eq!(names, ["tas", "ttas", "ticket", "ticket-backoff", "mcs", "clh", "k42", "futex", "adaptive"]);
+    let names: Vec<&str> = v["uncontended"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["alg"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "tas",
+            "ttas",
+            "ticket",
+            "ticket-backoff",
+            "mcs",
+            "clh",
+            "k42",
+            "futex",
+            "adaptive"
+        ]
+    );
     assert_eq!(v["throughput"].as_array().unwrap().len(), 9 * 2);
     for row in v["uncontended"].as_array().unwrap() {
         assert!(row["overhead_ratio"].as_f64().unwrap() > 0.0);

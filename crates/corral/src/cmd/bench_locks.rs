@@ -98,7 +98,11 @@ pub struct LockBenchReport {
     pub throughput: Vec<ThroughputPoint>,
 }
 
-fn uncontended_row<L: corral_locks::RawLock>(alg: Algorithm, reps: u32, iters: u64) -> UncontendedRow {
+fn uncontended_row<L: corral_locks::RawLock>(
+    alg: Algorithm,
+    reps: u32,
+    iters: u64,
+) -> UncontendedRow {
     // Warm both paths (and the TSC calibration) before measuring.
     lockbench::uncontended_ns::<L>(iters / 10 + 1);
     lockbench::uncontended_ns::<Timed<L>>(iters / 10 + 1);
@@ -126,7 +130,7 @@ fn uncontended_row<L: corral_locks::RawLock>(alg: Algorithm, reps: u32, iters: u
 }
 
 pub fn measure(args: &BenchLocksArgs, progress: bool) -> LockBenchReport {
-    let cpus = crate::affinity::allowed_cpus().len();
+    let cpus = corral_runtime::affinity::allowed_cpus().len();
     let algs = &args.algs.0;
     let mut report = LockBenchReport {
         cpus,
@@ -150,10 +154,18 @@ pub fn measure(args: &BenchLocksArgs, progress: bool) -> LockBenchReport {
         let samples: Vec<f64> = (0..args.reps.min(5))
             .map(|_| with_lock_type!(alg, L => lockbench::handoff_ns::<L>(rounds)))
             .collect();
-        report.handoff.push(HandoffRow { alg: alg.name().into(), ns: lockbench::median(samples) });
+        report.handoff.push(HandoffRow {
+            alg: alg.name().into(),
+            ns: lockbench::median(samples),
+        });
     }
-    report.throughput =
-        throughput_points(algs, &args.threads, Duration::from_millis(args.duration_ms), cpus, progress);
+    report.throughput = throughput_points(
+        algs,
+        &args.threads,
+        Duration::from_millis(args.duration_ms),
+        cpus,
+        progress,
+    );
     report
 }
 
@@ -189,7 +201,10 @@ pub fn throughput_points(
 pub fn run(args: BenchLocksArgs) -> Result<(), CliError> {
     let report = measure(&args, !args.json);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report).map_err(|e| CliError(e.to_string()))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).map_err(|e| CliError(e.to_string()))?
+        );
         return Ok(());
     }
     print_tables(&report);
@@ -197,9 +212,15 @@ pub fn run(args: BenchLocksArgs) -> Result<(), CliError> {
 }
 
 fn print_tables(r: &LockBenchReport) {
-    println!("corral bench locks: {} CPUs, median of {} repetitions", r.cpus, r.reps);
+    println!(
+        "corral bench locks: {} CPUs, median of {} repetitions",
+        r.cpus, r.reps
+    );
     println!();
-    println!("{:<15} {:>10} {:>14} {:>9} {:>12}", "algorithm", "raw ns", "instrumented", "ratio", "handoff ns");
+    println!(
+        "{:<15} {:>10} {:>14} {:>9} {:>12}",
+        "algorithm", "raw ns", "instrumented", "ratio", "handoff ns"
+    );
     for (u, h) in r.uncontended.iter().zip(&r.handoff) {
         println!(
             "{:<15} {:>10.2} {:>14.2} {:>8.3}x {:>12.1}",

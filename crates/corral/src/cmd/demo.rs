@@ -44,11 +44,16 @@ struct DemoReport {
     verdict: String,
 }
 
-const DEMO_ALGS: [Algorithm; 5] =
-    [Algorithm::Ticket, Algorithm::Mcs, Algorithm::Tas, Algorithm::Futex, Algorithm::Adaptive];
+const DEMO_ALGS: [Algorithm; 5] = [
+    Algorithm::Ticket,
+    Algorithm::Mcs,
+    Algorithm::Tas,
+    Algorithm::Futex,
+    Algorithm::Adaptive,
+];
 
 pub fn run(args: DemoArgs) -> Result<(), CliError> {
-    let cpus = crate::affinity::allowed_cpus().len().max(1);
+    let cpus = corral_runtime::affinity::allowed_cpus().len().max(1);
     if !args.json {
         eprintln!(
             "corral demo: one shared lock, every thread updates 4 shared cache lines under it \
@@ -56,13 +61,26 @@ pub fn run(args: DemoArgs) -> Result<(), CliError> {
             args.duration_ms
         );
     }
-    let points =
-        throughput_points(&DEMO_ALGS, &args.threads, Duration::from_millis(args.duration_ms), cpus, !args.json);
+    let points = throughput_points(
+        &DEMO_ALGS,
+        &args.threads,
+        Duration::from_millis(args.duration_ms),
+        cpus,
+        !args.json,
+    );
     let collapse = collapse_of(&points);
     let verdict = verdict(&collapse, cpus);
     if args.json {
-        let report = DemoReport { cpus, points, collapse, verdict };
-        println!("{}", serde_json::to_string_pretty(&report).map_err(|e| CliError(e.to_string()))?);
+        let report = DemoReport {
+            cpus,
+            points,
+            collapse,
+            verdict,
+        };
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).map_err(|e| CliError(e.to_string()))?
+        );
         return Ok(());
     }
     print_throughput(&points, cpus);
@@ -85,9 +103,11 @@ fn collapse_of(points: &[ThroughputPoint]) -> Vec<Collapse> {
     let mut out: Vec<Collapse> = Vec::new();
     for alg in DEMO_ALGS.iter().map(|a| a.name()) {
         let mine: Vec<&ThroughputPoint> = points.iter().filter(|p| p.alg == alg).collect();
-        let (Some(best), Some(last)) =
-            (mine.iter().max_by(|a, b| a.ops_per_sec.total_cmp(&b.ops_per_sec)), mine.last())
-        else {
+        let (Some(best), Some(last)) = (
+            mine.iter()
+                .max_by(|a, b| a.ops_per_sec.total_cmp(&b.ops_per_sec)),
+            mine.last(),
+        ) else {
             continue;
         };
         out.push(Collapse {
@@ -95,15 +115,23 @@ fn collapse_of(points: &[ThroughputPoint]) -> Vec<Collapse> {
             best_threads: best.threads,
             best_ops_per_sec: best.ops_per_sec,
             last_threads: last.threads,
-            retained: if best.ops_per_sec > 0.0 { last.ops_per_sec / best.ops_per_sec } else { 0.0 },
+            retained: if best.ops_per_sec > 0.0 {
+                last.ops_per_sec / best.ops_per_sec
+            } else {
+                0.0
+            },
         });
     }
     out
 }
 
 fn verdict(collapse: &[Collapse], cpus: usize) -> String {
-    let worst = collapse.iter().min_by(|a, b| a.retained.total_cmp(&b.retained));
-    let best = collapse.iter().max_by(|a, b| a.retained.total_cmp(&b.retained));
+    let worst = collapse
+        .iter()
+        .min_by(|a, b| a.retained.total_cmp(&b.retained));
+    let best = collapse
+        .iter()
+        .max_by(|a, b| a.retained.total_cmp(&b.retained));
     match (worst, best) {
         (Some(w), Some(b)) if w.last_threads as usize > cpus => format!(
             "With more threads than the {cpus} CPUs, the spinning FIFO lock '{}' keeps only {:.1}% of its \

@@ -41,7 +41,9 @@ pub fn parse_count_list(s: &str) -> Result<Counts, String> {
                 return Err(format!("range '{item}' runs backwards; {ALLOWED}"));
             }
             if b - a > 1_000_000 {
-                return Err(format!("range '{item}' is too long (over a million points)"));
+                return Err(format!(
+                    "range '{item}' is too long (over a million points)"
+                ));
             }
             out.extend(a..=b);
         } else {

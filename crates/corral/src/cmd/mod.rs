@@ -1,8 +1,12 @@
 //! One module per subcommand; `lists` parses the list flags they share.
 
+pub mod attach;
 pub mod bench;
+pub mod bench_kernel;
 pub mod bench_locks;
 pub mod demo;
 pub mod lists;
 pub mod model;
+pub mod run;
+pub mod run_kernel;
 pub mod sim;

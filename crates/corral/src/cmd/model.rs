@@ -73,15 +73,29 @@ struct ModelReport<'a> {
 
 pub fn run(args: ModelArgs) -> Result<(), CliError> {
     if args.cores.iter().any(|&n| n > 65_536) {
-        return Err(CliError::bad_value("--cores", "(list)", "core counts up to 65536"));
+        return Err(CliError::bad_value(
+            "--cores",
+            "(list)",
+            "core counts up to 65536",
+        ));
     }
     let points: Vec<ModelPoint> = args
         .cores
         .iter()
         .map(|&n| {
             let speedup = match args.lock {
-                ModelLock::Ticket => TicketModel { a: args.a, s: args.s, c: args.c }.speedup(n),
-                ModelLock::Mcs => McsModel { a: args.a, s: args.s, c: args.c }.speedup(n),
+                ModelLock::Ticket => TicketModel {
+                    a: args.a,
+                    s: args.s,
+                    c: args.c,
+                }
+                .speedup(n),
+                ModelLock::Mcs => McsModel {
+                    a: args.a,
+                    s: args.s,
+                    c: args.c,
+                }
+                .speedup(n),
             };
             ModelPoint { cores: n, speedup }
         })
@@ -95,7 +109,10 @@ pub fn run(args: ModelArgs) -> Result<(), CliError> {
         peak: peak(&points),
     };
     if args.json {
-        println!("{}", serde_json::to_string(&report).map_err(|e| CliError(e.to_string()))?);
+        println!(
+            "{}",
+            serde_json::to_string(&report).map_err(|e| CliError(e.to_string()))?
+        );
         return Ok(());
     }
     println!("{:>6} {:>9}", "cores", "speedup");

@@ -6,5 +6,7 @@ use crate::CliError;
 pub struct SimArgs {}
 
 pub fn run(_args: SimArgs) -> Result<(), CliError> {
-    Err(CliError("corral sim: the simulator is not built yet".into()))
+    Err(CliError(
+        "corral sim: the simulator is not built yet".into(),
+    ))
 }
