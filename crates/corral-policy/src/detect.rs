@@ -31,7 +31,11 @@ pub struct DetectParams {
 
 impl Default for DetectParams {
     fn default() -> Self {
-        DetectParams { qualify_share: 0.10, release_share: 0.05, release_after_slices: 3 }
+        DetectParams {
+            qualify_share: 0.10,
+            release_share: 0.05,
+            release_after_slices: 3,
+        }
     }
 }
 
@@ -72,7 +76,11 @@ impl QuietStreak {
     /// sends the thread back and resets the streak). 0 slices never releases.
     #[inline]
     pub fn observe(&mut self, params: &DetectParams, quiet: bool) -> bool {
-        self.slices = if quiet { self.slices.saturating_add(1) } else { 0 };
+        self.slices = if quiet {
+            self.slices.saturating_add(1)
+        } else {
+            0
+        };
         params.release_after_slices > 0 && self.slices >= params.release_after_slices
     }
 
@@ -101,7 +109,11 @@ pub struct HotnessParams {
 
 impl Default for HotnessParams {
     fn default() -> Self {
-        HotnessParams { hot_share: 0.10, min_total_wait: 1_000_000, decay_shift: 1 }
+        HotnessParams {
+            hot_share: 0.10,
+            min_total_wait: 1_000_000,
+            decay_shift: 1,
+        }
     }
 }
 
@@ -132,7 +144,11 @@ pub struct LockHotness {
 impl LockHotness {
     /// A table tracking at most `capacity` locks (at least one).
     pub fn new(params: HotnessParams, capacity: usize) -> Self {
-        LockHotness { params, slots: vec![LockHeat::default(); capacity.max(1)].into_boxed_slice(), total: 0 }
+        LockHotness {
+            params,
+            slots: vec![LockHeat::default(); capacity.max(1)].into_boxed_slice(),
+            total: 0,
+        }
     }
 
     /// Adds `wait` nanoseconds of waiting for `lock` (lock id 0 is mapped to
@@ -156,8 +172,13 @@ impl LockHotness {
 
     #[cold]
     fn replace_coldest(&mut self, lock: u64, wait: Nanos) {
-        let (index, coldest) =
-            self.slots.iter().enumerate().min_by_key(|(_, s)| s.wait).map(|(i, s)| (i, *s)).expect("capacity >= 1");
+        let (index, coldest) = self
+            .slots
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, s)| s.wait)
+            .map(|(i, s)| (i, *s))
+            .expect("capacity >= 1");
         if wait > coldest.wait {
             self.slots[index] = LockHeat { lock, wait };
         }
@@ -178,7 +199,10 @@ impl LockHotness {
     /// Decayed waiting for `lock`, 0 if untracked.
     pub fn heat(&self, lock: u64) -> Nanos {
         let lock = lock.max(1);
-        self.slots.iter().find(|s| s.lock == lock).map_or(0, |s| s.wait)
+        self.slots
+            .iter()
+            .find(|s| s.lock == lock)
+            .map_or(0, |s| s.wait)
     }
 
     /// Decayed waiting for all locks, including evicted ones.
@@ -209,7 +233,10 @@ mod tests {
         let p = DetectParams::default();
         assert_eq!(wait_share(5, 0), 0.0);
         assert!((wait_share(25, 100) - 0.25).abs() < 1e-12);
-        assert!(!qualifies(&p, 10, 100), "exactly T does not qualify (strict >)");
+        assert!(
+            !qualifies(&p, 10, 100),
+            "exactly T does not qualify (strict >)"
+        );
         assert!(qualifies(&p, 11, 100));
         assert!(is_quiet(&p, 4, 100));
         assert!(!is_quiet(&p, 5, 100));

@@ -60,7 +60,11 @@ impl Topology {
         let cores = (0..n_cores)
             .map(|id| {
                 let llc = id / cores_per_llc;
-                CoreInfo { id, llc, node: llc / llcs_per_node }
+                CoreInfo {
+                    id,
+                    llc,
+                    node: llc / llcs_per_node,
+                }
             })
             .collect();
         Topology { cores }
@@ -68,7 +72,11 @@ impl Topology {
 
     /// A machine described core by core: `ids[i]` sits in LLC `llc_of[i]` on
     /// node `node_of[i]` (as read from sysfs, or made up by a test).
-    pub fn from_parts(ids: &[CoreId], llc_of: &[u32], node_of: &[u32]) -> Result<Self, TopologyError> {
+    pub fn from_parts(
+        ids: &[CoreId],
+        llc_of: &[u32],
+        node_of: &[u32],
+    ) -> Result<Self, TopologyError> {
         if ids.len() != llc_of.len() || ids.len() != node_of.len() {
             return Err(TopologyError::LengthMismatch);
         }
@@ -145,16 +153,31 @@ impl Topology {
         let mut nodes: Vec<NodeDomain> = Vec::new();
         for core in sorted {
             if nodes.last().map(|n| n.node) != Some(core.node) {
-                nodes.push(NodeDomain { node: core.node, llcs: Vec::new() });
+                nodes.push(NodeDomain {
+                    node: core.node,
+                    llcs: Vec::new(),
+                });
             }
             let node = nodes.last_mut().expect("just pushed");
             if node.llcs.last().map(|l| l.llc) != Some(core.llc) {
-                node.llcs.push(LlcDomain { llc: core.llc, cores: Vec::new() });
+                node.llcs.push(LlcDomain {
+                    llc: core.llc,
+                    cores: Vec::new(),
+                });
             }
-            node.llcs.last_mut().expect("just pushed").cores.push(core.id);
+            node.llcs
+                .last_mut()
+                .expect("just pushed")
+                .cores
+                .push(core.id);
         }
         for node in &mut nodes {
-            node.llcs.sort_by(|a, b| b.cores.len().cmp(&a.cores.len()).then_with(|| a.cores[0].cmp(&b.cores[0])));
+            node.llcs.sort_by(|a, b| {
+                b.cores
+                    .len()
+                    .cmp(&a.cores.len())
+                    .then_with(|| a.cores[0].cmp(&b.cores[0]))
+            });
         }
         nodes
     }
@@ -178,7 +201,11 @@ impl NodeDomain {
     }
 
     fn first_core(&self) -> CoreId {
-        self.llcs.iter().flat_map(|l| l.cores.iter().copied()).min().unwrap_or(CoreId::MAX)
+        self.llcs
+            .iter()
+            .flat_map(|l| l.cores.iter().copied())
+            .min()
+            .unwrap_or(CoreId::MAX)
     }
 }
 
@@ -218,7 +245,13 @@ mod tests {
 
     #[test]
     fn from_parts_rejects_bad_input() {
-        assert_eq!(Topology::from_parts(&[0, 1], &[0], &[0, 0]), Err(TopologyError::LengthMismatch));
-        assert_eq!(Topology::from_parts(&[3, 3], &[0, 0], &[0, 0]), Err(TopologyError::DuplicateCore(3)));
+        assert_eq!(
+            Topology::from_parts(&[0, 1], &[0], &[0, 0]),
+            Err(TopologyError::LengthMismatch)
+        );
+        assert_eq!(
+            Topology::from_parts(&[3, 3], &[0, 0], &[0, 0]),
+            Err(TopologyError::DuplicateCore(3))
+        );
     }
 }

@@ -3,7 +3,8 @@
 
 use corral_policy::placement::Topology;
 use corral_policy::ssc::{
-    Decision, DecisionKind, MigState, Phase, SliceObs, SscController, SscParams, ThreadAction, ThreadPolicyState,
+    Decision, DecisionKind, MigState, Phase, SliceObs, SscController, SscParams, ThreadAction,
+    ThreadPolicyState,
 };
 use corral_policy::{CoreId, Nanos};
 
@@ -29,6 +30,27 @@ impl Driver {
     /// `n_threads` threads of one program on `n_cores` cores, all already
     /// lock intensive (one fully contended slice each).
     fn new(params: SscParams, n_cores: u32, n_threads: usize) -> Self {
+        let mut driver = Self::unsettled(params, n_cores, n_threads);
+        // Everyone moves into the SSC before the first vote, so the search
+        // starts from a clean state (the early-vote skew is tested apart).
+        for i in 0..n_threads {
+            let thread = &mut driver.threads[i];
+            if let Some(target) =
+                driver
+                    .ctl
+                    .on_lock_attempt(thread, driver.core_of[i], &driver.loads, 0)
+            {
+                driver.loads[driver.core_of[i] as usize] -= 1;
+                driver.loads[target as usize] += 1;
+                driver.core_of[i] = target;
+            }
+        }
+        driver
+    }
+
+    /// Like [`Self::new`], but the threads are still on the general cores:
+    /// each moves at its first lock attempt, while others already vote.
+    fn unsettled(params: SscParams, n_cores: u32, n_threads: usize) -> Self {
         let topo = Topology::uniform(n_cores, 8, 4);
         let ctl = SscController::new(params, topo.ssc_order(), 0);
         let mut driver = Driver {
@@ -45,7 +67,15 @@ impl Driver {
             let mut thread = driver.ctl.register_thread(PROGRAM, 0);
             let core = (n_cores - 1 - (i as u32 % n_cores)) as CoreId;
             driver.ctl.begin_slice(&mut thread, 0);
-            let out = driver.ctl.on_slice_end(&mut thread, SliceObs { core, slice_len: SLICE, lock_wait: SLICE }, 0);
+            let out = driver.ctl.on_slice_end(
+                &mut thread,
+                SliceObs {
+                    core,
+                    slice_len: SLICE,
+                    lock_wait: SLICE,
+                },
+                0,
+            );
             assert_ne!(thread.is_mig, MigState::General, "{out:?}");
             driver.loads[core as usize] += 1;
             driver.core_of.push(core);
@@ -64,7 +94,10 @@ impl Driver {
 
     fn slice_of(&mut self, i: usize, wait: &dyn Fn(u32) -> Nanos) -> Option<Decision> {
         let thread = &mut self.threads[i];
-        if let Some(target) = self.ctl.on_lock_attempt(thread, self.core_of[i], &self.loads, self.now) {
+        if let Some(target) =
+            self.ctl
+                .on_lock_attempt(thread, self.core_of[i], &self.loads, self.now)
+        {
             self.loads[self.core_of[i] as usize] -= 1;
             self.loads[target as usize] += 1;
             self.core_of[i] = target;
@@ -72,7 +105,11 @@ impl Driver {
         }
         self.ctl.begin_slice(thread, self.now);
         self.now += STEP;
-        let obs = SliceObs { core: self.core_of[i], slice_len: SLICE, lock_wait: wait(thread.record_bound) };
+        let obs = SliceObs {
+            core: self.core_of[i],
+            slice_len: SLICE,
+            lock_wait: wait(thread.record_bound),
+        };
         let out = self.ctl.on_slice_end(thread, obs, self.now);
         if let Some(decision) = out.decision {
             self.log.push(decision);
@@ -90,11 +127,18 @@ impl Driver {
         panic!("no determination");
     }
 
-    /// Rounds until the search settles; returns the final bound.
+    /// Rounds until the search settles (or, capped as the paper leaves it,
+    /// keeps re-confirming one bound for 20 rounds); returns the bound.
     fn settle(&mut self, share: &dyn Fn(u32) -> f64) -> u32 {
+        let mut unchanged = 0;
         for _ in 0..2_000 {
-            self.round(share);
-            if matches!(self.ctl.search_state().unwrap().phase, Phase::Settled) {
+            let decision = self.round(share);
+            unchanged = if decision.bound_before == decision.bound_after {
+                unchanged + 1
+            } else {
+                0
+            };
+            if matches!(self.ctl.search_state().unwrap().phase, Phase::Settled) || unchanged >= 20 {
                 return self.ctl.bound();
             }
         }
@@ -113,11 +157,16 @@ fn throughput(optimum: u32, n: u32) -> f64 {
 
 /// Small warm-up so the sweep stays fast; the mechanism is tested apart.
 fn improved() -> SscParams {
-    SscParams { vote_warmup: 100_000, ..SscParams::default() }
+    SscParams {
+        vote_warmup: 100_000,
+        ..SscParams::default()
+    }
 }
 
 fn optima() -> Vec<u32> {
-    let mut optima: Vec<u32> = (0..=10).flat_map(|k| [(1u32 << k) - 1, 1 << k, (1 << k) + 1]).collect();
+    let mut optima: Vec<u32> = (0..=10)
+        .flat_map(|k| [(1u32 << k) - 1, 1 << k, (1 << k) + 1])
+        .collect();
     optima.extend((1..=1024).step_by(37));
     optima.extend([10, 12, 24, 100, 600, 1000, 1023, 1024]);
     optima.retain(|&n| (1..=1024).contains(&n));
@@ -150,13 +199,41 @@ fn paper_2013_doubles_and_settles_on_a_power_of_two() {
         let found = driver.settle(&unimodal(optimum));
         assert_eq!(found, expected, "n* = {optimum}");
         assert!(found.is_power_of_two());
-        let kinds: Vec<DecisionKind> =
-            driver.log.iter().filter(|d| d.kind != DecisionKind::Hold).map(|d| d.kind).collect();
-        assert!(kinds.iter().all(|k| matches!(k, DecisionKind::Double | DecisionKind::StepBack)), "{kinds:?}");
+        let kinds: Vec<DecisionKind> = driver
+            .log
+            .iter()
+            .filter(|d| d.kind != DecisionKind::Hold)
+            .map(|d| d.kind)
+            .collect();
+        assert!(
+            kinds
+                .iter()
+                .all(|k| matches!(k, DecisionKind::Double | DecisionKind::StepBack)),
+            "{kinds:?}"
+        );
     }
     // Parallel find's case (paper 1, Sec. 4.6): optimum 10, the paper gets 8.
     let mut driver = Driver::new(SscParams::paper_2013(), 1024, 1024);
     assert_eq!(driver.settle(&unimodal(10)), 8);
+}
+
+#[test]
+fn warm_up_removes_the_early_vote_skew() {
+    // Paper 1, Sec. 4.6: votes taken while threads are still arriving skew
+    // the search (here: too few work cores counted, so it doubles from the
+    // wrong base). Warm-up waits until the arrivals stop.
+    let mut skewed = 0;
+    for optimum in [5, 10, 100, 1000] {
+        let mut improved_driver = Driver::unsettled(improved(), 1024, 1024);
+        assert_eq!(improved_driver.settle(&unimodal(optimum)), optimum);
+        let mut paper = Driver::unsettled(SscParams::paper_2013(), 1024, 1024);
+        let found = paper.settle(&unimodal(optimum));
+        skewed += usize::from(!found.is_power_of_two());
+    }
+    assert!(
+        skewed > 0,
+        "the 2013 algorithm shows the skew in this harness"
+    );
 }
 
 #[test]
@@ -179,7 +256,14 @@ fn a_single_noisy_round_never_moves_the_bound() {
     }
     // Consistent truth steps back (three rounds, as published).
     let kinds: Vec<DecisionKind> = (0..3).map(|_| driver.round(&truth).kind).collect();
-    assert_eq!(kinds, [DecisionKind::Hold, DecisionKind::Hold, DecisionKind::StepBack]);
+    assert_eq!(
+        kinds,
+        [
+            DecisionKind::Hold,
+            DecisionKind::Hold,
+            DecisionKind::StepBack
+        ]
+    );
     assert_eq!(driver.ctl.bound(), 1);
 }
 
@@ -199,7 +283,11 @@ fn votes_from_before_a_bound_change_are_dropped() {
     }
     let before = driver.ctl.vote_totals().unwrap();
     // ...so its slice, however contended, is not a vote.
-    let obs = SliceObs { core: stale_core, slice_len: SLICE, lock_wait: SLICE };
+    let obs = SliceObs {
+        core: stale_core,
+        slice_len: SLICE,
+        lock_wait: SLICE,
+    };
     let out = driver.ctl.on_slice_end(&mut stale, obs, driver.now);
     assert!(!out.voted);
     assert_eq!(driver.ctl.vote_totals().unwrap(), before);
@@ -207,7 +295,10 @@ fn votes_from_before_a_bound_change_are_dropped() {
 
 /// Begin time of the first counted vote, and the last move before it.
 fn first_vote(warmup: Nanos) -> (Nanos, Nanos) {
-    let params = SscParams { vote_warmup: warmup, ..SscParams::default() };
+    let params = SscParams {
+        vote_warmup: warmup,
+        ..SscParams::default()
+    };
     let mut driver = Driver::new(params, 8, 8);
     for _ in 0..10_000 {
         let i = driver.next;
@@ -224,9 +315,15 @@ fn first_vote(warmup: Nanos) -> (Nanos, Nanos) {
 #[test]
 fn warm_up_ignores_votes_right_after_a_migration() {
     let (vote, last_move) = first_vote(50 * STEP);
-    assert!(vote >= last_move + 50 * STEP, "vote at {vote}, last move at {last_move}");
+    assert!(
+        vote >= last_move + 50 * STEP,
+        "vote at {vote}, last move at {last_move}"
+    );
     let (vote, last_move) = first_vote(0);
-    assert!(vote <= last_move, "without warm-up the first migrated thread votes at once");
+    assert!(
+        vote <= last_move,
+        "without warm-up the first migrated thread votes at once"
+    );
 }
 
 #[test]
@@ -234,9 +331,16 @@ fn timer_restarts_the_search_from_one() {
     let mut driver = Driver::new(improved(), 64, 64);
     let found = driver.settle(&unimodal(16));
     assert_eq!(found, 16);
-    let decision = driver.ctl.tick(driver.now + SscParams::default().research_interval).unwrap();
-    assert_eq!((decision.kind, decision.bound_before, decision.bound_after), (DecisionKind::RestartTimer, 16, 1));
-    assert!(matches!(driver.ctl.search_state().unwrap().phase, Phase::Climb));
+    driver.now += SscParams::default().research_interval;
+    let decision = driver.ctl.tick(driver.now).unwrap();
+    assert_eq!(
+        (decision.kind, decision.bound_before, decision.bound_after),
+        (DecisionKind::RestartTimer, 16, 1)
+    );
+    assert!(matches!(
+        driver.ctl.search_state().unwrap().phase,
+        Phase::Climb
+    ));
     assert_eq!(driver.settle(&unimodal(16)), 16);
 }
 
@@ -251,21 +355,36 @@ fn restart_after(after: &dyn Fn(u32) -> f64, drop_threads: usize) -> Option<Deci
     let n = driver.threads.len() - drop_threads;
     driver.threads.truncate(n);
     driver.next = 0;
-    (0..10).map(|_| driver.round(after)).find(|d| d.kind != DecisionKind::Hold)
+    (0..10)
+        .map(|_| driver.round(after))
+        .find(|d| d.kind != DecisionKind::Hold)
 }
 
 #[test]
 fn behaviour_changes_restart_the_search() {
     let same = unimodal(16);
-    assert_eq!(restart_after(&same, 0), None, "a steady T inside [beta, alpha] holds");
+    assert_eq!(
+        restart_after(&same, 0),
+        None,
+        "a steady T inside [beta, alpha] holds"
+    );
     let slightly_better = |n: u32| unimodal(16)(n) * 0.8; // T x 1.2
     assert_eq!(restart_after(&slightly_better, 0), None);
     let contention_gone = |_: u32| 0.0; // T x 2 > alpha
-    assert_eq!(restart_after(&contention_gone, 0).unwrap().kind, DecisionKind::RestartThroughputJump);
+    assert_eq!(
+        restart_after(&contention_gone, 0).unwrap().kind,
+        DecisionKind::RestartThroughputJump
+    );
     let contention_up = |_: u32| 0.9; // T x 0.2 < beta
-    assert_eq!(restart_after(&contention_up, 0).unwrap().kind, DecisionKind::RestartThroughputJump);
+    assert_eq!(
+        restart_after(&contention_up, 0).unwrap().kind,
+        DecisionKind::RestartThroughputJump
+    );
     let restart = restart_after(&same, 60).unwrap(); // 4 threads left < 16 cores
-    assert_eq!((restart.kind, restart.bound_after), (DecisionKind::RestartWorkCores, 1));
+    assert_eq!(
+        (restart.kind, restart.bound_after),
+        (DecisionKind::RestartWorkCores, 1)
+    );
 }
 
 #[test]
@@ -282,9 +401,17 @@ fn a_thread_migrates_back_after_k_quiet_slices() {
     for slice in 1..=k {
         let thread = &mut driver.threads[0];
         driver.ctl.begin_slice(thread, driver.now);
-        let obs = SliceObs { core: driver.core_of[0], slice_len: SLICE, lock_wait: 0 };
+        let obs = SliceObs {
+            core: driver.core_of[0],
+            slice_len: SLICE,
+            lock_wait: 0,
+        };
         let out = driver.ctl.on_slice_end(thread, obs, driver.now);
-        let expected = if slice == k { ThreadAction::MigrateBack } else { ThreadAction::Stay };
+        let expected = if slice == k {
+            ThreadAction::MigrateBack
+        } else {
+            ThreadAction::Stay
+        };
         assert_eq!(out.action, expected, "slice {slice}");
     }
     assert_eq!(driver.threads[0].is_mig, MigState::General);
@@ -304,7 +431,10 @@ fn no_one_migrates_back_when_the_whole_ssc_is_quiet() {
     for _ in 0..5 {
         driver.round(&|_| 0.0);
     }
-    assert!(driver.threads.iter().all(|t| t.is_mig == MigState::HaveMigrated));
+    assert!(driver
+        .threads
+        .iter()
+        .all(|t| t.is_mig == MigState::HaveMigrated));
 }
 
 #[test]
@@ -315,19 +445,33 @@ fn classification_memory_starts_new_threads_classified() {
     let stranger = driver.ctl.register_thread(PROGRAM + 1, driver.now);
     assert_eq!(stranger.is_mig, MigState::General);
     let paper = Driver::new(SscParams::paper_2013(), 8, 2);
-    assert_eq!(paper.ctl.register_thread(PROGRAM, 0).is_mig, MigState::General);
+    assert_eq!(
+        paper.ctl.register_thread(PROGRAM, 0).is_mig,
+        MigState::General
+    );
 }
 
 #[test]
 fn long_ssc_run_queues_grow_the_bound() {
     let mut driver = Driver::new(improved(), 64, 64);
     assert_eq!(driver.settle(&unimodal(4)), 4);
-    // 64 threads on 4 cores: 16 runnable each, above 2 per core.
+    // About 64 threads on 4 cores: far above 2 runnable per core.
+    let runnable: u32 = driver
+        .ctl
+        .ssc_cores()
+        .iter()
+        .map(|&c| driver.loads[c as usize])
+        .sum();
+    assert!(runnable > 4 * 2);
     let decision = driver.ctl.on_ssc_load(&driver.loads, driver.now).unwrap();
-    assert_eq!((decision.kind, decision.bound_before, decision.bound_after), (DecisionKind::GrowOnLoad, 4, 32));
+    let needed = runnable.div_ceil(2);
+    assert_eq!(
+        (decision.kind, decision.bound_before, decision.bound_after),
+        (DecisionKind::GrowOnLoad, 4, needed)
+    );
     // The search no longer goes below the load floor.
     let settled = driver.settle(&unimodal(4));
-    assert!(settled >= 32, "settled at {settled}");
+    assert!(settled >= needed, "settled at {settled}");
     let paper = Driver::new(SscParams::paper_2013(), 64, 64);
     assert_eq!(paper.ctl.on_ssc_load(&paper.loads, 0), None);
 }

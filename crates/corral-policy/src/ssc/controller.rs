@@ -27,7 +27,11 @@ impl SscController {
             load_floor: AtomicU32::new(1),
             last_p: AtomicU64::new(0f64.to_bits()),
             memory: ClassMemory::new(params.class_memory_slots),
-            voting: Mutex::new(Voting { locking: 0, slice: 0, search: SearchState::new() }),
+            voting: Mutex::new(Voting {
+                locking: 0,
+                slice: 0,
+                search: SearchState::new(),
+            }),
         }
     }
 
@@ -35,7 +39,11 @@ impl SscController {
     /// remembered as lock intensive starts `QualifyToMigrate`.
     pub fn register_thread(&self, program_key: u64, now: Nanos) -> ThreadPolicyState {
         let bound = self.bound();
-        let is_mig = if self.memory.contains(program_key) { MigState::QualifyToMigrate } else { MigState::General };
+        let is_mig = if self.memory.contains(program_key) {
+            MigState::QualifyToMigrate
+        } else {
+            MigState::General
+        };
         ThreadPolicyState {
             is_mig,
             placed_bound: bound,
@@ -49,7 +57,7 @@ impl SscController {
     /// The thread exits: it no longer counts as lock intensive.
     pub fn unregister_thread(&self, thread: &ThreadPolicyState) {
         if thread.is_mig == MigState::HaveMigrated {
-            self.lock_intensive.fetch_sub(1, HINT);
+            self.uncount();
         }
     }
 
@@ -116,8 +124,17 @@ impl SscController {
     /// qualification, migrate-back, voting, and (for the thread that gets the
     /// voting lock once votes suffice) a determination; then the timer.
     #[inline]
-    pub fn on_slice_end(&self, thread: &mut ThreadPolicyState, obs: SliceObs, now: Nanos) -> SliceDecision {
-        let mut out = SliceDecision { action: ThreadAction::Stay, voted: false, decision: None };
+    pub fn on_slice_end(
+        &self,
+        thread: &mut ThreadPolicyState,
+        obs: SliceObs,
+        now: Nanos,
+    ) -> SliceDecision {
+        let mut out = SliceDecision {
+            action: ThreadAction::Stay,
+            voted: false,
+            decision: None,
+        };
         match thread.is_mig {
             MigState::General => {
                 if qualifies(&self.params.detect, obs.lock_wait, obs.slice_len) {
@@ -132,15 +149,22 @@ impl SscController {
             }
             MigState::QualifyToMigrate | MigState::HaveMigrated => {
                 out.voted = self.vote(thread, obs);
-                if self.voted_slice.load(HINT) > u64::from(self.bound()) * self.params.vote_slice_per_core {
+                if self.voted_slice.load(HINT)
+                    > u64::from(self.bound()) * self.params.vote_slice_per_core
+                {
                     if let Some(mut voting) = try_voting(&self.voting) {
                         // Re-checked under the lock: another thread may have decided.
-                        if voting.slice > u64::from(self.bound()) * self.params.vote_slice_per_core {
+                        if voting.slice > u64::from(self.bound()) * self.params.vote_slice_per_core
+                        {
                             out.decision = Some(self.determine(&mut voting, now));
                         }
                     }
                 }
-                if self.params.migrate_back && thread.quiet.observe(&self.params.detect, self.is_quiet(obs)) {
+                if self.params.migrate_back
+                    && thread
+                        .quiet
+                        .observe(&self.params.detect, self.is_quiet(obs))
+                {
                     self.send_back(thread);
                     out.action = ThreadAction::MigrateBack;
                 }
@@ -159,15 +183,23 @@ impl SscController {
     fn vote(&self, thread: &ThreadPolicyState, obs: SliceObs) -> bool {
         let bound = self.bound();
         let warm = self.params.vote_warmup == 0
-            || thread.slice_begin >= self.settled_at.load(HINT).saturating_add(self.params.vote_warmup);
+            || thread.slice_begin
+                >= self
+                    .settled_at
+                    .load(HINT)
+                    .saturating_add(self.params.vote_warmup);
         if !(warm && thread.record_bound == bound && self.is_ssc_core(obs.core)) {
             return false;
         }
-        let Some(mut voting) = try_voting(&self.voting) else { return false };
+        let Some(mut voting) = try_voting(&self.voting) else {
+            return false;
+        };
         if thread.record_bound != self.bound() {
             return false;
         }
-        voting.locking = voting.locking.saturating_add(obs.lock_wait.min(obs.slice_len));
+        voting.locking = voting
+            .locking
+            .saturating_add(obs.lock_wait.min(obs.slice_len));
         voting.slice = voting.slice.saturating_add(obs.slice_len);
         self.voted_slice.store(voting.slice, HINT);
         true
@@ -179,13 +211,23 @@ impl SscController {
     fn is_quiet(&self, obs: SliceObs) -> bool {
         let ssc_p = f64::from_bits(self.last_p.load(HINT));
         is_quiet(&self.params.detect, obs.lock_wait, obs.slice_len)
-            && (obs.lock_wait as f64) < self.params.release_peer_fraction * ssc_p * obs.slice_len as f64
+            && (obs.lock_wait as f64)
+                < self.params.release_peer_fraction * ssc_p * obs.slice_len as f64
+    }
+
+    /// One lock-intensive thread fewer; saturating, so a driver that
+    /// unregisters a copied state twice cannot wrap the count.
+    #[cold]
+    fn uncount(&self) {
+        let _ = self
+            .lock_intensive
+            .fetch_update(HINT, HINT, |n| Some(n.saturating_sub(1)));
     }
 
     #[cold]
     fn send_back(&self, thread: &mut ThreadPolicyState) {
         if thread.is_mig == MigState::HaveMigrated {
-            self.lock_intensive.fetch_sub(1, HINT);
+            self.uncount();
         }
         thread.is_mig = MigState::General;
         thread.quiet.reset();
@@ -235,7 +277,10 @@ impl SscController {
             return None;
         }
         let ssc = self.ssc_cores();
-        let runnable: u64 = ssc.iter().map(|&c| u64::from(loads.get(c as usize).copied().unwrap_or(0))).sum();
+        let runnable: u64 = ssc
+            .iter()
+            .map(|&c| u64::from(loads.get(c as usize).copied().unwrap_or(0)))
+            .sum();
         let needed = ((runnable as f64 / threshold).ceil() as u32).clamp(1, self.max_bound());
         self.load_floor.store(needed, HINT);
         let bound_before = self.bound();

@@ -18,7 +18,9 @@ pub struct ClassMemory {
 impl ClassMemory {
     /// A table of `capacity` slots; 0 disables the memory.
     pub fn new(capacity: usize) -> Self {
-        ClassMemory { slots: (0..capacity).map(|_| AtomicU64::new(0)).collect() }
+        ClassMemory {
+            slots: (0..capacity).map(|_| AtomicU64::new(0)).collect(),
+        }
     }
 
     /// Number of slots.
@@ -31,7 +33,8 @@ impl ClassMemory {
     pub fn contains(&self, key: u64) -> bool {
         let key = stored_key(key);
         // Relaxed: a hint read alone; no other data is published through it.
-        self.pair(key).any(|slot| slot.load(Ordering::Relaxed) == key)
+        self.pair(key)
+            .any(|slot| slot.load(Ordering::Relaxed) == key)
     }
 
     /// Remembers `key`.
@@ -39,7 +42,9 @@ impl ClassMemory {
     pub fn remember(&self, key: u64) {
         let key = stored_key(key);
         let mut pair = self.pair(key);
-        let (Some(first), second) = (pair.next(), pair.next()) else { return };
+        let (Some(first), second) = (pair.next(), pair.next()) else {
+            return;
+        };
         let held = [Some(first), second].map(|s| s.map(|s| s.load(Ordering::Relaxed)));
         if held.contains(&Some(key)) {
             return;
@@ -64,7 +69,11 @@ impl ClassMemory {
 
     fn pair(&self, key: u64) -> impl Iterator<Item = &AtomicU64> {
         let len = self.slots.len();
-        let first = if len == 0 { 0 } else { (mix(key) % len as u64) as usize };
+        let first = if len == 0 {
+            0
+        } else {
+            (mix(key) % len as u64) as usize
+        };
         let count = len.min(2);
         (0..count).map(move |i| &self.slots[(first + i) % len])
     }

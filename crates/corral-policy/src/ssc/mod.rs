@@ -12,6 +12,17 @@
 //! simulator) never sees it taken, so its runs are deterministic.
 //! Per-thread state ([`ThreadPolicyState`]) is owned by the driver and
 //! passed in `&mut`. Nothing here allocates after construction.
+//!
+//! Driver protocol, per thread: [`SscController::register_thread`] at
+//! creation; [`SscController::on_lock_attempt`] before acquiring a lock (move
+//! the thread if it returns a core; a driver that tracks lock hotness, see
+//! `detect::LockHotness`, may call it only for hot locks);
+//! [`SscController::begin_slice`] when a slice (or accounting window) starts
+//! and [`SscController::on_slice_end`] when it ends;
+//! [`SscController::unregister_thread`] at exit. Globally, from a monitor:
+//! [`SscController::tick`] for the timer and [`SscController::on_ssc_load`]
+//! for growth on load. The SSC is `order()[..bound()]`; everything else is
+//! the general set (paper 1, Sec. 3.4: balance the two apart).
 
 mod memory;
 mod params;
@@ -180,7 +191,9 @@ impl SscController {
     /// Is `core` in the SSC now (`this_cpu < special_core_bound`)?
     #[inline]
     pub fn is_ssc_core(&self, core: CoreId) -> bool {
-        self.rank.get(core as usize).is_some_and(|&r| r < self.bound())
+        self.rank
+            .get(core as usize)
+            .is_some_and(|&r| r < self.bound())
     }
 
     /// The classification memory.
@@ -257,7 +270,8 @@ impl SscController {
         voting.locking = 0;
         voting.slice = 0;
         self.voted_slice.store(0, HINT);
-        self.remig_next.store(now.saturating_add(self.params.research_interval), HINT);
+        self.remig_next
+            .store(now.saturating_add(self.params.research_interval), HINT);
         self.settled_at.fetch_max(now, HINT);
     }
 
@@ -266,8 +280,59 @@ impl SscController {
     /// compare against the old one. Returns the new bound.
     fn restart(&self, voting: &mut Voting, now: Nanos) -> u32 {
         voting.search = SearchState::new();
-        let start = self.params.initial_bound.max(self.load_floor.load(HINT)).clamp(1, self.max_bound());
+        let start = self
+            .params
+            .initial_bound
+            .max(self.load_floor.load(HINT))
+            .clamp(1, self.max_bound());
         self.move_bound(voting, start, now);
         start
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_sync<T: Sync + Send>() {}
+
+    #[test]
+    fn controller_is_shareable() {
+        assert_sync::<SscController>();
+    }
+
+    /// Two threads drive one controller at once; the try-locked voting
+    /// keeps every invariant (no counts lost or wrapped, bound in range).
+    #[test]
+    fn concurrent_slice_ends_keep_the_invariants() {
+        let order: Vec<CoreId> = (0..16).collect();
+        let ctl = SscController::new(SscParams::default(), order, 0);
+        std::thread::scope(|scope| {
+            for worker in 0..2u32 {
+                let ctl = &ctl;
+                scope.spawn(move || {
+                    let mut thread = ctl.register_thread(worker.into(), 0);
+                    let loads = [0u32; 16];
+                    let mut core = 15 - worker;
+                    for step in 0..20_000u64 {
+                        let now = step * 1_000;
+                        if let Some(target) = ctl.on_lock_attempt(&mut thread, core, &loads, now) {
+                            core = target;
+                        }
+                        ctl.begin_slice(&mut thread, now);
+                        let obs = SliceObs {
+                            core,
+                            slice_len: 1_000_000,
+                            lock_wait: 300_000,
+                        };
+                        ctl.on_slice_end(&mut thread, obs, now + 1_000);
+                    }
+                    assert_eq!(thread.is_mig, MigState::HaveMigrated);
+                    ctl.unregister_thread(&thread);
+                });
+            }
+        });
+        assert_eq!(ctl.lock_intensive(), 0);
+        assert!((1..=16).contains(&ctl.bound()));
     }
 }

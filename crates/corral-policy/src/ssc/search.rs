@@ -63,7 +63,8 @@ pub(crate) struct Step {
     pub restart: bool,
 }
 
-/// Algorithm 4's persistent variables plus corral's refinement.
+/// Paper 1's Algorithm 4 (`determine_new_bound`): its persistent variables
+/// plus corral's refinement.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct SearchState {
     /// Paper's `climbing`: 1 after a move, counts up on better rounds and down
@@ -80,7 +81,12 @@ pub struct SearchState {
 impl SearchState {
     /// A fresh search (Alg. 3 lines 31-33: climbing = 1).
     pub fn new() -> Self {
-        SearchState { climbing: 1, phase: Phase::Climb, thro_last_step: 0.0, work_cores_last_step: 0 }
+        SearchState {
+            climbing: 1,
+            phase: Phase::Climb,
+            thro_last_step: 0.0,
+            work_cores_last_step: 0,
+        }
     }
 
     /// One determination (Alg. 4). Lines 2-4: T = useful_perc x work_cores.
@@ -97,7 +103,12 @@ impl SearchState {
     /// Alg. 4 lines 6-43, the doubling with `confirmations` better rounds to
     /// grow and (as in the paper) one more to step back.
     fn climb(&mut self, params: &SscParams, round: Round, work_cores: u32, thro: f64) -> Step {
-        let hold = Step { kind: DecisionKind::Hold, thro, new_bound: None, restart: false };
+        let hold = Step {
+            kind: DecisionKind::Hold,
+            thro,
+            new_bound: None,
+            restart: false,
+        };
         let confirmations = params.confirmations.max(1) as i32;
         if thro > self.thro_last_step {
             if self.climbing < 0 {
@@ -113,7 +124,12 @@ impl SearchState {
             self.climbing = 1;
             if new_bound > work_cores {
                 self.record_last(work_cores, thro);
-                return Step { kind: DecisionKind::Double, thro, new_bound: Some(new_bound), restart: false };
+                return Step {
+                    kind: DecisionKind::Double,
+                    thro,
+                    new_bound: Some(new_bound),
+                    restart: false,
+                };
             }
             // Capped: the paper keeps re-confirming; corral refines below.
             if params.refine {
@@ -140,7 +156,12 @@ impl SearchState {
             return step;
         }
         self.phase = Phase::Settled;
-        Step { kind: DecisionKind::StepBack, thro, new_bound: Some(back), restart: false }
+        Step {
+            kind: DecisionKind::StepBack,
+            thro,
+            new_bound: Some(back),
+            restart: false,
+        }
     }
 
     fn record_last(&mut self, work_cores: u32, thro: f64) {
@@ -150,7 +171,15 @@ impl SearchState {
 
     /// Begins the pattern search around `center` with step `center / 2`.
     fn start_refine(&mut self, round: Round, center: u32, center_thro: f64) -> Step {
-        let refine = Refine { center, center_thro, step: center / 2, dir: 1, moved_dir: 0, probe: center, streak: 0 };
+        let refine = Refine {
+            center,
+            center_thro,
+            step: center / 2,
+            dir: 1,
+            moved_dir: 0,
+            probe: center,
+            streak: 0,
+        };
         self.next_probe(round, refine, center_thro)
     }
 
@@ -159,13 +188,19 @@ impl SearchState {
         let limit = round.max_bound.min(round.lock_intensive).max(1);
         let lowest = round.min_bound.max(1);
         while refine.step > 0 {
-            let candidate = i64::from(refine.center) + i64::from(refine.dir) * i64::from(refine.step);
+            let candidate =
+                i64::from(refine.center) + i64::from(refine.dir) * i64::from(refine.step);
             let old_center = refine.moved_dir == -refine.dir;
             if !old_center && candidate >= i64::from(lowest) && candidate <= i64::from(limit) {
                 refine.probe = candidate as u32;
                 refine.streak = 0;
                 self.phase = Phase::Refine(refine);
-                return Step { kind: DecisionKind::RefineProbe, thro, new_bound: Some(refine.probe), restart: false };
+                return Step {
+                    kind: DecisionKind::RefineProbe,
+                    thro,
+                    new_bound: Some(refine.probe),
+                    restart: false,
+                };
             }
             if refine.dir > 0 && refine.moved_dir == 0 {
                 refine.dir = -1;
@@ -179,14 +214,29 @@ impl SearchState {
         self.climbing = 0;
         self.record_last(refine.center, refine.center_thro);
         let new_bound = (round.bound != refine.center).then_some(refine.center);
-        Step { kind: DecisionKind::RefineSettle, thro, new_bound, restart: false }
+        Step {
+            kind: DecisionKind::RefineSettle,
+            thro,
+            new_bound,
+            restart: false,
+        }
     }
 
     /// One round at a refinement probe: `confirmations` agreeing rounds
     /// accept or reject it.
-    fn refine_round(&mut self, params: &SscParams, round: Round, mut refine: Refine, thro: f64) -> Step {
+    fn refine_round(
+        &mut self,
+        params: &SscParams,
+        round: Round,
+        mut refine: Refine,
+        thro: f64,
+    ) -> Step {
         let confirmations = params.confirmations.max(1) as i32;
-        refine.streak = if thro > refine.center_thro { refine.streak.max(0) + 1 } else { refine.streak.min(0) - 1 };
+        refine.streak = if thro > refine.center_thro {
+            refine.streak.max(0) + 1
+        } else {
+            refine.streak.min(0) - 1
+        };
         if refine.streak >= confirmations {
             refine.center = refine.probe;
             refine.center_thro = thro;
@@ -204,7 +254,12 @@ impl SearchState {
             return self.next_probe(round, refine, thro);
         }
         self.phase = Phase::Refine(refine);
-        Step { kind: DecisionKind::Hold, thro, new_bound: None, restart: false }
+        Step {
+            kind: DecisionKind::Hold,
+            thro,
+            new_bound: None,
+            restart: false,
+        }
     }
 
     /// Alg. 4 lines 44-47: a change of work cores, or T outside
@@ -212,12 +267,24 @@ impl SearchState {
     fn adapt(&mut self, params: &SscParams, work_cores: u32, thro: f64) -> Step {
         let kind = if work_cores != self.work_cores_last_step {
             DecisionKind::RestartWorkCores
-        } else if thro > params.alpha * self.thro_last_step || thro < params.beta * self.thro_last_step {
+        } else if thro > params.alpha * self.thro_last_step
+            || thro < params.beta * self.thro_last_step
+        {
             DecisionKind::RestartThroughputJump
         } else {
-            return Step { kind: DecisionKind::Hold, thro, new_bound: None, restart: false };
+            return Step {
+                kind: DecisionKind::Hold,
+                thro,
+                new_bound: None,
+                restart: false,
+            };
         };
-        Step { kind, thro, new_bound: None, restart: true }
+        Step {
+            kind,
+            thro,
+            new_bound: None,
+            restart: true,
+        }
     }
 }
 

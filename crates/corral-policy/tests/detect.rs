@@ -1,0 +1,122 @@
+//! Detection: per-slice wait share, qualification, migrate-back streaks and
+//! per-lock hotness.
+
+use corral_policy::detect::{
+    is_quiet, qualifies, wait_share, DetectParams, HotnessParams, LockHotness, QuietStreak,
+};
+
+#[test]
+fn defaults_are_the_papers() {
+    let p = DetectParams::default();
+    assert_eq!(p.qualify_share, 0.10);
+    assert!(p.release_share < p.qualify_share, "a hysteresis band");
+    assert!(p.release_after_slices >= 2);
+}
+
+#[test]
+fn share_is_waits_over_slice_length() {
+    assert_eq!(wait_share(0, 1_000), 0.0);
+    assert!((wait_share(300, 1_000) - 0.3).abs() < 1e-12);
+    assert_eq!(wait_share(2_000, 1_000), 1.0, "clamped");
+    assert_eq!(wait_share(10, 0), 0.0, "empty slice");
+}
+
+#[test]
+fn threshold_qualifies_strictly_above_t() {
+    let p = DetectParams::default();
+    assert!(!qualifies(&p, 100_000, 1_000_000));
+    assert!(qualifies(&p, 100_001, 1_000_000));
+    assert!(!qualifies(&p, 5, 0));
+    let strict = DetectParams {
+        qualify_share: 0.5,
+        ..p
+    };
+    assert!(!qualifies(&strict, 400, 1_000));
+}
+
+#[test]
+fn k_quiet_slices_send_back_and_a_busy_one_resets() {
+    let p = DetectParams {
+        release_after_slices: 3,
+        ..DetectParams::default()
+    };
+    let mut streak = QuietStreak::default();
+    let slice = 1_000_000;
+    let quiet = is_quiet(&p, 10_000, slice);
+    let busy = is_quiet(&p, 200_000, slice);
+    assert!(quiet && !busy);
+    assert!(
+        !is_quiet(&p, 60_000, slice),
+        "between the thresholds is not quiet"
+    );
+    assert!(!streak.observe(&p, quiet));
+    assert!(!streak.observe(&p, quiet));
+    assert!(!streak.observe(&p, busy));
+    assert_eq!(streak.slices, 0);
+    assert!(!streak.observe(&p, quiet));
+    assert!(!streak.observe(&p, quiet));
+    assert!(streak.observe(&p, quiet));
+    let never = DetectParams {
+        release_after_slices: 0,
+        ..p
+    };
+    let mut streak = QuietStreak::default();
+    assert!((0..10).all(|_| !streak.observe(&never, true)));
+}
+
+#[test]
+fn the_lock_with_most_waiting_is_hot() {
+    let mut heat = LockHotness::new(HotnessParams::default(), 8);
+    heat.record_wait(0xA, 9_000_000);
+    for lock in 1..=5u64 {
+        heat.record_wait(0x100 + lock, 200_000);
+    }
+    assert!(heat.is_hot(0xA));
+    assert!(!heat.is_hot(0x101), "2% of the waiting is cold");
+    assert!(!heat.is_hot(0xDEAD), "untracked");
+    assert_eq!(heat.total_wait(), 10_000_000);
+}
+
+#[test]
+fn little_waiting_overall_makes_nothing_hot() {
+    let mut heat = LockHotness::new(HotnessParams::default(), 8);
+    heat.record_wait(1, 1_000);
+    assert!(!heat.is_hot(1));
+}
+
+#[test]
+fn decay_cools_a_lock_that_stopped_waiting() {
+    let mut heat = LockHotness::new(HotnessParams::default(), 8);
+    heat.record_wait(1, 8_000_000);
+    heat.record_wait(2, 1_000_000);
+    assert!(heat.is_hot(1) && heat.is_hot(2));
+    for _ in 0..4 {
+        heat.decay();
+        heat.record_wait(2, 1_000_000);
+    }
+    assert_eq!(heat.heat(1), 500_000);
+    assert!(heat.is_hot(2));
+    for _ in 0..20 {
+        heat.decay();
+        heat.record_wait(2, 1_000_000);
+    }
+    assert!(
+        !heat.is_hot(1),
+        "cooled to {} of {}",
+        heat.heat(1),
+        heat.total_wait()
+    );
+}
+
+#[test]
+fn a_full_table_evicts_the_coldest_for_a_hotter_lock() {
+    let mut heat = LockHotness::new(HotnessParams::default(), 2);
+    heat.record_wait(1, 5_000_000);
+    heat.record_wait(2, 100);
+    heat.record_wait(3, 50);
+    assert_eq!(heat.heat(3), 0, "colder than everything tracked: dropped");
+    heat.record_wait(4, 3_000_000);
+    assert_eq!(heat.heat(2), 0, "the coldest was evicted");
+    assert_eq!(heat.heat(4), 3_000_000);
+    assert_eq!(heat.entries().len(), 2);
+}
