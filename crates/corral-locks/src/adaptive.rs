@@ -29,7 +29,9 @@ impl AdaptiveLock {
     fn lock_contended(&self) {
         for _ in 0..ADAPTIVE_SPIN_LIMIT {
             // Relaxed: a read-only probe; the CAS acquires.
-            if self.state.load(Ordering::Relaxed) == UNLOCKED && FutexLock::try_lock_word(&self.state) {
+            if self.state.load(Ordering::Relaxed) == UNLOCKED
+                && FutexLock::try_lock_word(&self.state)
+            {
                 return;
             }
             spin_loop();

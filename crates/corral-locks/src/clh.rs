@@ -3,7 +3,9 @@
 use core::ptr;
 
 use crate::pool::{pool_nodes, NodePool};
-use crate::sync::{const_fn_unless_loom, const_thread_local, spin_loop, AtomicPtr, AtomicU32, Ordering};
+use crate::sync::{
+    const_fn_unless_loom, const_thread_local, spin_loop, AtomicPtr, AtomicU32, Ordering,
+};
 use crate::RawLock;
 
 /// The node is not referenced by any queue: its owner may reuse it.
@@ -76,7 +78,7 @@ impl ClhLock {
     /// the successor reads it until then.
     #[inline]
     pub unsafe fn lock_with(&self, node: &ClhNode) {
-        node.state.store(HELD, Ordering::Relaxed);
+        node.state.store(HELD, Ordering::Relaxed); // Relaxed: published by the swap/CAS below.
         let me = node as *const ClhNode as *mut ClhNode;
         // AcqRel: acquire the previous idle-release; release `HELD` to our successor.
         let pred = self.tail.swap(me, Ordering::AcqRel);
@@ -93,8 +95,9 @@ impl ClhLock {
     /// As for [`ClhLock::lock_with`] when it returns `true`.
     #[inline]
     pub unsafe fn try_lock_with(&self, node: &ClhNode) -> bool {
-        node.state.store(HELD, Ordering::Relaxed);
+        node.state.store(HELD, Ordering::Relaxed); // Relaxed: published by the swap/CAS below.
         let me = node as *const ClhNode as *mut ClhNode;
+        // AcqRel: as the swap in `lock_with`.
         self.tail
             .compare_exchange(ptr::null_mut(), me, Ordering::AcqRel, Ordering::Relaxed)
             .is_ok()
@@ -153,7 +156,8 @@ impl RawLock for ClhLock {
         let node = NODES.with(NodePool::take);
         // SAFETY: the pool reserves the node for this acquisition until unlock.
         unsafe { self.lock_with(&*node) };
-        self.holder_node.store(node as *mut ClhNode, Ordering::Relaxed); // Relaxed: only the holder reads it.
+        self.holder_node
+            .store(node as *mut ClhNode, Ordering::Relaxed); // Relaxed: only the holder reads it.
     }
 
     #[inline]
@@ -161,7 +165,8 @@ impl RawLock for ClhLock {
         let node = NODES.with(NodePool::take);
         // SAFETY: as in `lock`; on failure the node was never published.
         if unsafe { self.try_lock_with(&*node) } {
-            self.holder_node.store(node as *mut ClhNode, Ordering::Relaxed); // Relaxed: only the holder reads it.
+            self.holder_node
+                .store(node as *mut ClhNode, Ordering::Relaxed); // Relaxed: only the holder reads it.
             true
         } else {
             NODES.with(|pool| pool.give_back(node));
@@ -172,7 +177,7 @@ impl RawLock for ClhLock {
     #[inline]
     unsafe fn unlock(&self) {
         let node = self.holder_node.load(Ordering::Relaxed); // Relaxed: written by this thread.
-        // SAFETY: the caller holds the lock, acquired on this thread with `node`.
+                                                             // SAFETY: the caller holds the lock, acquired on this thread with `node`.
         unsafe { self.unlock_with(&*node) };
         NODES.with(|pool| pool.give_back(node));
     }

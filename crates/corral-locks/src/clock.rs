@@ -71,7 +71,8 @@ fn calibrate() -> u64 {
         elapsed = start.elapsed();
     }
     let ticks = now_ticks().wrapping_sub(start_ticks).max(1);
-    let scale = ((elapsed.as_nanos() << 32) / u128::from(ticks)).clamp(1, u128::from(u64::MAX)) as u64;
+    let scale =
+        ((elapsed.as_nanos() << 32) / u128::from(ticks)).clamp(1, u128::from(u64::MAX)) as u64;
     // Relaxed: a plain value; every racing calibration stores a valid one.
     NS_PER_TICK_Q32.store(scale, Ordering::Relaxed);
     scale

@@ -5,36 +5,37 @@ use core::ptr;
 use crate::sync::{const_fn_unless_loom, spin_loop, AtomicPtr, Ordering};
 use crate::RawLock;
 
-/// Queue entry. The lock embeds one (`head`) that stands for the holder, so
-/// a holder needs no node of its own; a waiter's entry lives on its stack
-/// only while it waits. `waiting` is non-null while the owner must wait.
-#[repr(align(64))]
+/// A waiter's queue entry, on its stack only while it waits. `waiting` is
+/// non-null while its owner must keep waiting. The holder needs no entry:
+/// the lock itself stands for it.
 struct K42Node {
     next: AtomicPtr<K42Node>,
     waiting: AtomicPtr<K42Node>,
 }
 
 impl K42Node {
-    const_fn_unless_loom! {
-        fn new() -> Self {
-            Self {
-                next: AtomicPtr::new(ptr::null_mut()),
-                waiting: AtomicPtr::new(ptr::null_mut()),
-            }
+    fn new() -> Self {
+        Self {
+            next: AtomicPtr::new(ptr::null_mut()),
+            waiting: AtomicPtr::new(ptr::null_mut()),
         }
     }
 }
 
 /// K42 lock: an MCS variant whose callers pass no queue node; the lock
-/// itself is a node standing for the holder, and a waiter moves its
+/// itself stands for the holder in the queue, and a waiter moves its
 /// successor into the lock before returning, so its stack node is dead once
 /// it holds the lock (Auslander et al., U.S. patent application 10/128,745;
 /// "Non-scalable locks are dangerous", Boyd-Wickizer et al. 2012, Sec. 4.1).
 /// It pays one more cache miss per acquire than MCS (paper, Fig. 11).
+///
+/// Two words, all-zero when unlocked; the lock's own address, never
+/// dereferenced as a node, marks "held, no waiter" in `tail`.
 pub struct K42Lock {
-    /// `head.next` is the first waiter; `tail` is null when free, `&head`
-    /// when held with no waiter, else the last waiter's node.
-    head: K42Node,
+    /// The first waiter, or null.
+    first_waiter: AtomicPtr<K42Node>,
+    /// Null when free, [`K42Lock::holder_mark`] when held with no waiter,
+    /// else the last waiter's node.
     tail: AtomicPtr<K42Node>,
 }
 
@@ -43,15 +44,31 @@ impl K42Lock {
         /// An unlocked lock.
         pub fn new() -> Self {
             Self {
-                head: K42Node::new(),
+                first_waiter: AtomicPtr::new(ptr::null_mut()),
                 tail: AtomicPtr::new(ptr::null_mut()),
             }
         }
     }
 
+    /// Stands for the holder in `tail`; only compared, never dereferenced.
     #[inline]
-    fn head_ptr(&self) -> *mut K42Node {
-        &self.head as *const K42Node as *mut K42Node
+    fn holder_mark(&self) -> *mut K42Node {
+        self as *const K42Lock as *mut K42Node
+    }
+
+    /// The `next` link of `pred`, which is the holder mark or a waiter's node.
+    ///
+    /// # Safety
+    /// A waiter `pred` must still be alive: it is while `tail` pointed at it
+    /// when we swapped in behind it, until we have linked.
+    #[inline]
+    unsafe fn next_of(&self, pred: *mut K42Node) -> &AtomicPtr<K42Node> {
+        if pred == self.holder_mark() {
+            &self.first_waiter
+        } else {
+            // SAFETY: per this function's contract.
+            unsafe { &(*pred).next }
+        }
     }
 
     /// Enqueues behind `pred` with a stack node, waits, then hands our
@@ -60,8 +77,8 @@ impl K42Lock {
     fn lock_queued(&self, pred: *mut K42Node) -> bool {
         let node = K42Node::new();
         let me = &node as *const K42Node as *mut K42Node;
-        node.waiting.store(me, Ordering::Relaxed);
-        // AcqRel: release our node's initialisation to whoever links behind it.
+        node.waiting.store(me, Ordering::Relaxed); // Relaxed: published by the CAS below.
+                                                   // AcqRel: release our node's initialisation to whoever links behind it.
         if self
             .tail
             .compare_exchange(pred, me, Ordering::AcqRel, Ordering::Relaxed)
@@ -69,21 +86,21 @@ impl K42Lock {
         {
             return false;
         }
-        // SAFETY: `pred` is `&head` or a waiter's node, and a waiter keeps its
-        // node alive until its successor has linked (see below).
-        unsafe { (*pred).next.store(me, Ordering::Release) };
+        // SAFETY: a waiter keeps its node alive until its successor has
+        // linked (see below), and we swapped in right behind `pred`.
+        unsafe { self.next_of(pred) }.store(me, Ordering::Release);
         // Acquire: the previous holder's critical section happens before ours.
         while !node.waiting.load(Ordering::Acquire).is_null() {
             spin_loop();
         }
-        // We hold the lock; move our successor (if any) into `head`.
+        // We hold the lock; move our successor (if any) into the lock.
         let mut succ = node.next.load(Ordering::Acquire);
         if succ.is_null() {
-            self.head.next.store(ptr::null_mut(), Ordering::Relaxed);
-            // Release: `head.next = null` happens before a newcomer links to `head`.
+            self.first_waiter.store(ptr::null_mut(), Ordering::Relaxed);
+            // Release: clearing `first_waiter` happens before a newcomer links there.
             if self
                 .tail
-                .compare_exchange(me, self.head_ptr(), Ordering::Release, Ordering::Relaxed)
+                .compare_exchange(me, self.holder_mark(), Ordering::Release, Ordering::Relaxed)
                 .is_ok()
             {
                 return true;
@@ -97,7 +114,7 @@ impl K42Lock {
                 spin_loop();
             }
         }
-        self.head.next.store(succ, Ordering::Relaxed); // Relaxed: read by the holder (us) only.
+        self.first_waiter.store(succ, Ordering::Relaxed); // Relaxed: read by the holder (us) only.
         true
     }
 }
@@ -130,19 +147,29 @@ impl RawLock for K42Lock {
     fn try_lock(&self) -> bool {
         // Acquire: the last holder's critical section happens before ours.
         self.tail
-            .compare_exchange(ptr::null_mut(), self.head_ptr(), Ordering::Acquire, Ordering::Relaxed)
+            .compare_exchange(
+                ptr::null_mut(),
+                self.holder_mark(),
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            )
             .is_ok()
     }
 
     #[inline]
     unsafe fn unlock(&self) {
         // Acquire: the waiter's node initialisation happens before we touch it.
-        let mut succ = self.head.next.load(Ordering::Acquire);
+        let mut succ = self.first_waiter.load(Ordering::Acquire);
         if succ.is_null() {
             // Release: our critical section happens before the next acquirer.
             if self
                 .tail
-                .compare_exchange(self.head_ptr(), ptr::null_mut(), Ordering::Release, Ordering::Relaxed)
+                .compare_exchange(
+                    self.holder_mark(),
+                    ptr::null_mut(),
+                    Ordering::Release,
+                    Ordering::Relaxed,
+                )
                 .is_ok()
             {
                 return;
@@ -160,11 +187,11 @@ impl RawLock for K42Lock {
 }
 
 impl K42Lock {
-    /// A waiter swapped itself in behind `head` but has not linked yet.
+    /// A waiter swapped itself in behind the holder but has not linked yet.
     #[cold]
     fn wait_for_first_waiter(&self) -> *mut K42Node {
         loop {
-            let succ = self.head.next.load(Ordering::Acquire);
+            let succ = self.first_waiter.load(Ordering::Acquire);
             if !succ.is_null() {
                 return succ;
             }

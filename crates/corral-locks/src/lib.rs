@@ -40,6 +40,11 @@ pub use wait::{Timed, WaitCounter};
 /// A mutual-exclusion lock with a pthread-style interface: `lock` and
 /// `unlock` may happen in different calls of the same thread, and a thread
 /// may hold several locks at once.
+///
+/// Every lock in this crate is at most two words, 8-aligned, made of
+/// atomics, and all-zero bytes are its unlocked state, so it can live inside
+/// a `pthread_mutex_t`. A thread must not exit while holding a queue lock
+/// (MCS, CLH) taken through this node-free form: its node dies with it.
 pub trait RawLock: Send + Sync + Default {
     /// Short CLI name, e.g. "ticket".
     const NAME: &'static str;

@@ -3,7 +3,9 @@
 use core::ptr;
 
 use crate::pool::{pool_nodes, NodePool};
-use crate::sync::{const_fn_unless_loom, const_thread_local, spin_loop, AtomicBool, AtomicPtr, Ordering};
+use crate::sync::{
+    const_fn_unless_loom, const_thread_local, spin_loop, AtomicBool, AtomicPtr, Ordering,
+};
 use crate::RawLock;
 
 /// One waiter's queue entry: each waiter spins on its own `locked` flag.
@@ -70,6 +72,7 @@ impl McsLock {
     /// other threads write to it while it is queued.
     #[inline]
     pub unsafe fn lock_with(&self, node: &McsNode) {
+        // Relaxed: published by the swap below.
         node.next.store(ptr::null_mut(), Ordering::Relaxed);
         node.locked.store(true, Ordering::Relaxed);
         let me = node as *const McsNode as *mut McsNode;
@@ -99,8 +102,9 @@ impl McsLock {
     /// As for [`McsLock::lock_with`] when it returns `true`.
     #[inline]
     pub unsafe fn try_lock_with(&self, node: &McsNode) -> bool {
-        node.next.store(ptr::null_mut(), Ordering::Relaxed);
+        node.next.store(ptr::null_mut(), Ordering::Relaxed); // Relaxed: published by the CAS.
         let me = node as *const McsNode as *mut McsNode;
+        // AcqRel: as the swap in `lock_with`.
         self.tail
             .compare_exchange(ptr::null_mut(), me, Ordering::AcqRel, Ordering::Relaxed)
             .is_ok()
@@ -157,7 +161,8 @@ impl RawLock for McsLock {
         let node = NODES.with(NodePool::take);
         // SAFETY: the pool reserves the node for this acquisition until unlock.
         unsafe { self.lock_with(&*node) };
-        self.holder_node.store(node as *mut McsNode, Ordering::Relaxed); // Relaxed: only the holder reads it.
+        self.holder_node
+            .store(node as *mut McsNode, Ordering::Relaxed); // Relaxed: only the holder reads it.
     }
 
     #[inline]
@@ -165,7 +170,8 @@ impl RawLock for McsLock {
         let node = NODES.with(NodePool::take);
         // SAFETY: as in `lock`; on failure the node was never published.
         if unsafe { self.try_lock_with(&*node) } {
-            self.holder_node.store(node as *mut McsNode, Ordering::Relaxed); // Relaxed: only the holder reads it.
+            self.holder_node
+                .store(node as *mut McsNode, Ordering::Relaxed); // Relaxed: only the holder reads it.
             true
         } else {
             NODES.with(|pool| pool.give_back(node));
@@ -176,7 +182,7 @@ impl RawLock for McsLock {
     #[inline]
     unsafe fn unlock(&self) {
         let node = self.holder_node.load(Ordering::Relaxed); // Relaxed: written by this thread.
-        // SAFETY: the caller holds the lock, acquired on this thread with `node`.
+                                                             // SAFETY: the caller holds the lock, acquired on this thread with `node`.
         unsafe { self.unlock_with(&*node) };
         NODES.with(|pool| pool.give_back(node));
     }

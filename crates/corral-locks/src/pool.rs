@@ -51,9 +51,7 @@ impl<N> NodePool<N> {
 #[cold]
 #[inline(never)]
 fn pool_exhausted() -> ! {
-    panic!(
-        "a thread holds more than {MAX_NESTED_QUEUE_LOCKS} queue locks of one algorithm at once"
-    )
+    panic!("a thread holds more than {MAX_NESTED_QUEUE_LOCKS} queue locks of one algorithm at once")
 }
 
 /// Builds the node array of a pool: `[const { .. }; N]` outside loom, where

@@ -67,11 +67,16 @@ impl RawLock for TicketLock {
     #[inline]
     fn try_lock(&self) -> bool {
         let ticket = self.next_ticket.load(Ordering::Relaxed); // Relaxed: validated by the CAS.
-        // Free iff nobody holds an unserved ticket; the CAS fails if one was taken since.
+                                                               // Free iff nobody holds an unserved ticket; the CAS fails if one was taken since.
         self.now_serving() == ticket
             && self
                 .next_ticket
-                .compare_exchange(ticket, ticket.wrapping_add(1), Ordering::Relaxed, Ordering::Relaxed)
+                .compare_exchange(
+                    ticket,
+                    ticket.wrapping_add(1),
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                )
                 .is_ok()
     }
 

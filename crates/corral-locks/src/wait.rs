@@ -163,3 +163,41 @@ impl<L: RawLock> RawLock for Timed<L> {
         self.inner.is_locked()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn take_reads_and_resets() {
+        let counter = WaitCounter::new();
+        counter.record(10);
+        counter.record(5);
+        assert_eq!(counter.snapshot(), (15, 2));
+        assert_eq!(counter.take(), (15, 2));
+        assert_eq!(counter.snapshot(), (0, 0));
+    }
+
+    #[test]
+    fn threads_start_unattributed_and_can_be_pointed_elsewhere() {
+        std::thread::spawn(|| {
+            assert!(core::ptr::eq(thread_counter(), unattributed_counter()));
+            static MINE: WaitCounter = WaitCounter::new();
+            set_thread_counter(&MINE);
+            assert!(core::ptr::eq(thread_counter(), &MINE));
+            clear_thread_counter();
+            assert!(core::ptr::eq(thread_counter(), unattributed_counter()));
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn tick_conversions_are_inverse_and_monotone() {
+        let ns = 1_000_000_000;
+        let back = ticks_to_ns(ns_to_ticks(ns));
+        assert!(back.abs_diff(ns) <= ns / 1_000, "{back} vs {ns}");
+        assert!(ticks_to_ns(2_000_000) >= ticks_to_ns(1_000_000));
+        assert!(ns_to_ticks(1_000) > 0);
+    }
+}

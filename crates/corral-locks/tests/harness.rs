@@ -3,7 +3,7 @@
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{mpsc, Mutex};
+use std::sync::{mpsc, Barrier, Mutex};
 use std::thread;
 use std::time::Duration;
 
@@ -29,7 +29,10 @@ impl<L: RawLock> Guarded<L> {
     /// overlap would lose an update or trip the `inside` check.
     fn increment(&self) {
         self.lock.lock();
-        assert!(!self.inside.swap(true, Ordering::Relaxed), "two holders at once");
+        assert!(
+            !self.inside.swap(true, Ordering::Relaxed),
+            "two holders at once"
+        );
         // SAFETY: we hold the lock.
         let seen = unsafe { *self.count.get() };
         for _ in 0..8 {
@@ -48,25 +51,35 @@ impl<L: RawLock> Guarded<L> {
     }
 }
 
-/// Ops per thread, scaled down with thread count: FIFO spin locks on two
-/// cores wait a scheduler slice whenever the next ticket holder is preempted.
+/// Ops per thread, scaled down with thread count. All threads start
+/// together, so FIFO spin locks on two cores form a convoy in which nearly
+/// every hand-off waits for the next waiter to be scheduled.
 fn ops_per_thread(threads: usize) -> usize {
     match threads {
-        0..=2 => 20_000,
-        3..=8 => 1_000,
-        _ => 12,
+        0..=2 => 2_000,
+        3..=8 => 16,
+        _ => 3,
     }
 }
 
 fn mutual_exclusion<L: RawLock>(threads: usize) {
     let guarded = Guarded::<L>::default();
+    let start = Barrier::new(threads);
     let ops = ops_per_thread(threads);
     thread::scope(|s| {
         for _ in 0..threads {
-            s.spawn(|| (0..ops).for_each(|_| guarded.increment()));
+            s.spawn(|| {
+                start.wait();
+                (0..ops).for_each(|_| guarded.increment());
+            });
         }
     });
-    assert_eq!(guarded.count(), (threads * ops) as u64, "{} lost updates", L::NAME);
+    assert_eq!(
+        guarded.count(),
+        (threads * ops) as u64,
+        "{} lost updates",
+        L::NAME
+    );
     assert!(!guarded.lock.is_locked());
 }
 
@@ -84,7 +97,11 @@ fn try_lock_semantics<L: RawLock>() {
     assert!(!lock.is_locked());
     thread::scope(|s| {
         s.spawn(|| {
-            assert!(lock.try_lock(), "{}: try_lock failed on a free lock", L::NAME);
+            assert!(
+                lock.try_lock(),
+                "{}: try_lock failed on a free lock",
+                L::NAME
+            );
             assert!(lock.is_locked());
             assert!(!lock.try_lock(), "{}: try_lock is not reentrant", L::NAME);
             // SAFETY: acquired by try_lock on this thread.
@@ -215,7 +232,12 @@ fn timed_records_only_waits<L: RawLock>() {
         // SAFETY: locked above on this thread.
         unsafe { lock.unlock() };
     }
-    assert_eq!(mine.snapshot(), (0, 0), "{}: uncontended acquisitions recorded", L::NAME);
+    assert_eq!(
+        mine.snapshot(),
+        (0, 0),
+        "{}: uncontended acquisitions recorded",
+        L::NAME
+    );
 
     // Forced contention: we hold the lock until the waiter's first try failed.
     lock.lock();
@@ -239,7 +261,12 @@ fn timed_records_only_waits<L: RawLock>() {
     assert!(waited > 0, "{}: a wait returned 0 ticks", L::NAME);
     assert_eq!((wait_ticks, waits), (waited, 1), "{}", L::NAME);
     assert_eq!(after_take, (0, 0), "take did not reset");
-    assert_eq!(mine.snapshot(), (0, 0), "{}: the holder recorded a wait", L::NAME);
+    assert_eq!(
+        mine.snapshot(),
+        (0, 0),
+        "{}: the holder recorded a wait",
+        L::NAME
+    );
 }
 
 fn check_algorithm(alg: Algorithm) {
@@ -277,7 +304,10 @@ fn algorithm_names_round_trip() {
     for alg in Algorithm::ALL {
         assert_eq!(alg.name().parse::<Algorithm>(), Ok(alg));
         assert_eq!(alg.to_string(), alg.name());
-        assert_eq!(alg.is_parking(), matches!(alg, Algorithm::Futex | Algorithm::Adaptive));
+        assert_eq!(
+            alg.is_parking(),
+            matches!(alg, Algorithm::Futex | Algorithm::Adaptive)
+        );
         assert_eq!(with_lock_type!(alg, L => L::NAME), alg.name());
     }
     let err = "spin".parse::<Algorithm>().unwrap_err().to_string();
@@ -290,7 +320,9 @@ fn algorithm_names_round_trip() {
 #[test]
 fn queue_locks_nest_to_the_pool_depth() {
     fn nest<L: RawLock>() {
-        let locks: Vec<L> = (0..corral_locks::MAX_NESTED_QUEUE_LOCKS).map(|_| L::default()).collect();
+        let locks: Vec<L> = (0..corral_locks::MAX_NESTED_QUEUE_LOCKS)
+            .map(|_| L::default())
+            .collect();
         acquire_in_order(&locks);
         release_interleaved(&locks);
         acquire_in_order(&locks);
@@ -299,4 +331,16 @@ fn queue_locks_nest_to_the_pool_depth() {
     }
     nest::<corral_locks::McsLock>();
     nest::<corral_locks::ClhLock>();
+}
+
+#[test]
+fn every_lock_fits_two_words() {
+    for alg in Algorithm::ALL {
+        let (size, align) =
+            with_lock_type!(alg, L => (std::mem::size_of::<L>(), std::mem::align_of::<L>()));
+        assert!(
+            size <= 16 && align <= 8,
+            "{alg}: {size} bytes, align {align}"
+        );
+    }
 }
