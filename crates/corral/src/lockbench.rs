@@ -8,6 +8,7 @@ use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use corral_locks::wait::{now_ticks, ticks_to_ns};
+use crossbeam_utils::CachePadded;
 use corral_locks::RawLock;
 
 /// Paper 3, Fig. 10: "acquires the shared lock, updates 4 shared cache
@@ -52,13 +53,15 @@ pub fn uncontended_ns<L: RawLock>(iters: u64) -> f64 {
 /// another CPU: two threads pinned to different CPUs take turns, and only
 /// the acquire+release itself is timed.
 pub fn handoff_ns<L: RawLock>(rounds: u64) -> f64 {
-    let lock = L::default();
-    let turn = AtomicU64::new(0);
+    // Padded apart: were `turn` on the lock's line, spinning on it would
+    // pull the lock into this core's cache before the timed acquire.
+    let lock = CachePadded::new(L::default());
+    let turn = CachePadded::new(AtomicU64::new(0));
     let total_ticks = AtomicU64::new(0);
     let cpus = corral_runtime::affinity::allowed_cpus();
     std::thread::scope(|s| {
         for me in 0..2u64 {
-            let (lock, turn, total_ticks) = (&lock, &turn, &total_ticks);
+            let (lock, turn, total_ticks) = (&*lock, &*turn, &total_ticks);
             let cpu = cpus.get(me as usize % cpus.len().max(1)).copied();
             s.spawn(move || {
                 if let Some(cpu) = cpu {

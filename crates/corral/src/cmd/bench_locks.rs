@@ -150,7 +150,7 @@ pub fn measure(args: &BenchLocksArgs, progress: bool) -> LockBenchReport {
         note(format!("[bench locks] uncontended + handoff: {alg}"));
         let row = with_lock_type!(alg, L => uncontended_row::<L>(alg, args.reps, args.iters));
         report.uncontended.push(row);
-        let rounds = (args.iters / 20).max(1);
+        let rounds = (args.iters / 4).max(1);
         let samples: Vec<f64> = (0..args.reps.min(5))
             .map(|_| with_lock_type!(alg, L => lockbench::handoff_ns::<L>(rounds)))
             .collect();

@@ -1,13 +1,12 @@
-//! `corral demo`: the built-in default job. For now it runs the lock
-//! benchmark's contended case on this machine and explains what it shows;
-//! once the runtime lands it becomes the single counter under `corral run`.
-
-use std::time::Duration;
+//! `corral demo`: the README's main command. Paper 1's single counter as a
+//! real program at 1..16 threads, under glibc's own mutex, under corral's
+//! ticket lock without a policy (`--policy none`), and with the SSC policy
+//! (`--policy lca`), as one table and a one-sentence verdict.
 
 use corral_locks::Algorithm;
 use serde::Serialize;
 
-use super::bench_locks::{print_throughput, throughput_points, ThroughputPoint};
+use super::bench_counter::{measure, print_table, throughput_of, BenchPolicy, CounterPoint};
 use crate::CliError;
 
 /// Arguments of `corral demo`.
@@ -17,6 +16,9 @@ pub struct DemoArgs {
     #[arg(long, value_name = "LIST", default_value = "1,2,4,8,16",
           value_parser = super::lists::parse_count_list)]
     pub threads: super::lists::Counts,
+    /// Lock algorithm of the corral columns.
+    #[arg(long = "lock", value_name = "ALG", default_value = "ticket", value_parser = super::run::parse_alg)]
+    pub lock: Algorithm,
     /// Length of each point.
     #[arg(long, value_name = "MS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
     pub duration_ms: u64,
@@ -25,130 +27,79 @@ pub struct DemoArgs {
     pub json: bool,
 }
 
-/// How far each algorithm falls from its best point to its last one.
-#[derive(Serialize)]
-pub struct Collapse {
-    pub alg: String,
-    pub best_threads: u32,
-    pub best_ops_per_sec: f64,
-    pub last_threads: u32,
-    /// Throughput at the last thread count over the best throughput.
-    pub retained: f64,
-}
-
 #[derive(Serialize)]
 struct DemoReport {
     cpus: usize,
-    points: Vec<ThroughputPoint>,
-    collapse: Vec<Collapse>,
+    points: Vec<CounterPoint>,
     verdict: String,
 }
 
-const DEMO_ALGS: [Algorithm; 5] = [
-    Algorithm::Ticket,
-    Algorithm::Mcs,
-    Algorithm::Tas,
-    Algorithm::Futex,
-    Algorithm::Adaptive,
-];
+const POLICIES: [BenchPolicy; 3] = [BenchPolicy::Glibc, BenchPolicy::None, BenchPolicy::Lca];
 
 pub fn run(args: DemoArgs) -> Result<(), CliError> {
     let cpus = corral_runtime::affinity::allowed_cpus().len().max(1);
     if !args.json {
         eprintln!(
-            "corral demo: one shared lock, every thread updates 4 shared cache lines under it \
-             (paper 3's microbenchmark), {} ms per point on {cpus} CPUs",
-            args.duration_ms
+            "corral demo: threads increment one mutex-protected counter (paper 1's single counter) in a \
+             separate program, {} ms per point on {cpus} CPUs: glibc's mutex, corral's {} lock with \
+             --policy none, and with --policy lca",
+            args.duration_ms, args.lock
         );
     }
-    let points = throughput_points(
-        &DEMO_ALGS,
+    let points = measure(
+        "counter",
         &args.threads,
-        Duration::from_millis(args.duration_ms),
-        cpus,
+        &POLICIES,
+        args.lock,
+        args.duration_ms,
+        0,
         !args.json,
-    );
-    let collapse = collapse_of(&points);
-    let verdict = verdict(&collapse, cpus);
+    )?;
+    let verdict = verdict(&points, &args.threads, cpus, args.lock);
     if args.json {
-        let report = DemoReport {
+        let doc = DemoReport {
             cpus,
             points,
-            collapse,
             verdict,
         };
         println!(
             "{}",
-            serde_json::to_string_pretty(&report).map_err(|e| CliError(e.to_string()))?
+            serde_json::to_string_pretty(&doc).map_err(|e| CliError(e.to_string()))?
         );
         return Ok(());
     }
-    print_throughput(&points, cpus);
-    println!();
-    for c in &collapse {
-        println!(
-            "{:<10} keeps {:>6.1}% of its best ({} threads) at {} threads",
-            c.alg,
-            100.0 * c.retained,
-            c.best_threads,
-            c.last_threads
-        );
-    }
+    print_table(&points, &args.threads, &POLICIES);
     println!();
     println!("{verdict}");
     Ok(())
 }
 
-fn collapse_of(points: &[ThroughputPoint]) -> Vec<Collapse> {
-    let mut out: Vec<Collapse> = Vec::new();
-    for alg in DEMO_ALGS.iter().map(|a| a.name()) {
-        let mine: Vec<&ThroughputPoint> = points.iter().filter(|p| p.alg == alg).collect();
-        let (Some(best), Some(last)) = (
-            mine.iter()
-                .max_by(|a, b| a.ops_per_sec.total_cmp(&b.ops_per_sec)),
-            mine.last(),
-        ) else {
-            continue;
-        };
-        out.push(Collapse {
-            alg: alg.to_string(),
-            best_threads: best.threads,
-            best_ops_per_sec: best.ops_per_sec,
-            last_threads: last.threads,
-            retained: if best.ops_per_sec > 0.0 {
-                last.ops_per_sec / best.ops_per_sec
-            } else {
-                0.0
-            },
-        });
-    }
-    out
-}
-
-fn verdict(collapse: &[Collapse], cpus: usize) -> String {
-    let worst = collapse
-        .iter()
-        .min_by(|a, b| a.retained.total_cmp(&b.retained));
-    let best = collapse
-        .iter()
-        .max_by(|a, b| a.retained.total_cmp(&b.retained));
-    match (worst, best) {
-        (Some(w), Some(b)) if w.last_threads as usize > cpus => format!(
-            "With more threads than the {cpus} CPUs, the spinning FIFO lock '{}' keeps only {:.1}% of its \
-             best throughput because the lock is handed to waiters that are not running, while '{}' keeps \
-             {:.1}% by parking: this collapse is what corral's confinement and spin-then-park waiting must \
-             prevent.",
-            w.alg,
-            100.0 * w.retained,
-            b.alg,
-            100.0 * b.retained
-        ),
-        (Some(w), Some(_)) => format!(
-            "No point exceeded the {cpus} CPUs, so waiters were never preempted; the worst algorithm, '{}', \
-             keeps {:.1}% of its best. Add a thread count above {cpus} to see collapse.",
-            w.alg,
-            100.0 * w.retained
-        ),
-        _ => "no points measured".to_string(),
-    }
+/// One sentence on the largest thread count: how far `none` fell, what
+/// `lca` kept of the single-thread throughput, and how it compares with
+/// glibc.
+fn verdict(points: &[CounterPoint], threads: &[u32], cpus: usize, lock: Algorithm) -> String {
+    let (Some(&first), Some(&last)) = (threads.first(), threads.last()) else {
+        return "no points measured".into();
+    };
+    let get = |n, p| throughput_of(points, n, p).unwrap_or(0.0);
+    let (none, lca, glibc) = (
+        get(last, BenchPolicy::None),
+        get(last, BenchPolicy::Lca),
+        get(last, BenchPolicy::Glibc),
+    );
+    let single = get(first, BenchPolicy::Lca).max(get(first, BenchPolicy::None));
+    let over = if last as usize > cpus {
+        "more threads than CPUs"
+    } else {
+        "no oversubscription"
+    };
+    format!(
+        "At {last} threads on {cpus} CPUs ({over}), corral's {lock} lock without a policy runs at {:.1}% of its \
+         {first}-thread throughput, while --policy lca confines the lock-intensive threads and keeps {:.0}% \
+         ({:.0}x policy none, {:.2}x glibc's mutex).",
+        100.0 * none / single.max(1.0),
+        100.0 * lca / single.max(1.0),
+        lca / none.max(1.0),
+        lca / glibc.max(1.0),
+    )
 }

@@ -2,9 +2,12 @@
 
 pub mod attach;
 pub mod bench;
+pub mod bench_counter;
 pub mod bench_kernel;
 pub mod bench_locks;
+pub mod bench_worker;
 pub mod demo;
+pub mod launch;
 pub mod lists;
 pub mod model;
 pub mod run;

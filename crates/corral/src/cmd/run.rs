@@ -1,9 +1,61 @@
-//! `corral run -- PROG ARGS`: filled by the runtime issue.
+//! `corral run -- PROG ARGS`: runs an unmodified program with corral's
+//! locks (LD_PRELOAD) and the SSC policy, then reports each thread's lock
+//! wait share, the SSC size over time and every decision.
+
+use std::path::{Path, PathBuf};
+
+use corral_locks::Algorithm;
+use corral_runtime::config::{self, Policy, RuntimeConfig};
+use corral_runtime::events::{read_log, Event};
+use corral_runtime::stats::StatsSnapshot;
+use serde::Serialize;
+
+use super::launch::{exit_code, find_preload, launch, resolve_program, Output};
 use crate::CliError;
 
 /// Arguments of `corral run`.
 #[derive(clap::Args)]
 pub struct RunArgs {
+    /// `lca` confines lock-intensive threads to the SSC; `none` keeps
+    /// corral's locks and measurement without confinement (the control).
+    #[arg(long, default_value = "lca", value_parser = parse_policy)]
+    pub policy: Policy,
+    /// Lock algorithm replacing pthread mutexes.
+    #[arg(long = "lock", value_name = "ALG", default_value = "ticket", value_parser = parse_alg)]
+    pub lock: Algorithm,
+    /// Lock-intensive threshold T: the wait share that qualifies a thread (paper 1: 0.10).
+    #[arg(long, value_name = "SHARE")]
+    pub threshold: Option<f64>,
+    /// Accounting window, in microseconds of thread CPU time.
+    #[arg(long, value_name = "US")]
+    pub slice_us: Option<u64>,
+    /// Monitor period in microseconds.
+    #[arg(long, value_name = "US")]
+    pub tick_us: Option<u64>,
+    /// Confirmations before the SSC size moves (paper 1: 2).
+    #[arg(long, value_name = "N")]
+    pub confirmations: Option<u32>,
+    /// Re-search timeout in milliseconds (paper 1: 30,000).
+    #[arg(long, value_name = "MS")]
+    pub research_ms: Option<u64>,
+    /// Largest SSC in cores (0 = every CPU).
+    #[arg(long, value_name = "N")]
+    pub max_ssc: Option<u32>,
+    /// Keep lock-intensive threads on the SSC even when they cool down.
+    #[arg(long)]
+    pub no_migrate_back: bool,
+    /// Spin probes before a confined waiter yields.
+    #[arg(long, value_name = "N")]
+    pub confined_spin: Option<u32>,
+    /// Write the report (threads, SSC over time, decisions) as JSON here.
+    #[arg(long, value_name = "FILE.json")]
+    pub report: Option<PathBuf>,
+    /// Write the decision log (JSON lines) here.
+    #[arg(long, value_name = "FILE.jsonl")]
+    pub events: Option<PathBuf>,
+    /// No summary on stderr at exit.
+    #[arg(long)]
+    pub quiet: bool,
     /// Kernel-lock options (`--kernel-locks`, ...).
     #[command(flatten)]
     pub kernel: super::run_kernel::KernelArgs,
@@ -12,6 +64,247 @@ pub struct RunArgs {
     pub prog: Vec<String>,
 }
 
-pub fn run(_args: RunArgs) -> Result<(), CliError> {
-    Err(CliError("corral run: the runtime is not built yet".into()))
+pub(crate) fn parse_policy(s: &str) -> Result<Policy, String> {
+    Policy::parse(s)
+}
+
+pub(crate) fn parse_alg(s: &str) -> Result<Algorithm, String> {
+    s.parse()
+        .map_err(|e: corral_locks::UnknownAlgorithm| e.to_string())
+}
+
+impl RunArgs {
+    /// The runtime configuration the flags describe, validated by the same
+    /// parser the preload library uses.
+    pub fn config(&self) -> Result<RuntimeConfig, CliError> {
+        let base = RuntimeConfig {
+            policy: self.policy,
+            lock: self.lock,
+            ..RuntimeConfig::default()
+        };
+        let mut env: Vec<(&str, String)> = base.to_env();
+        let mut set = |k: &'static str, v: Option<String>| {
+            if let Some(v) = v {
+                env.retain(|(key, _)| *key != k);
+                env.push((k, v));
+            }
+        };
+        set(config::ENV_THRESHOLD, self.threshold.map(|v| v.to_string()));
+        set(config::ENV_SLICE_US, self.slice_us.map(|v| v.to_string()));
+        set(config::ENV_TICK_US, self.tick_us.map(|v| v.to_string()));
+        set(
+            config::ENV_CONFIRMATIONS,
+            self.confirmations.map(|v| v.to_string()),
+        );
+        set(
+            config::ENV_RESEARCH_MS,
+            self.research_ms.map(|v| v.to_string()),
+        );
+        set(config::ENV_MAX_SSC, self.max_ssc.map(|v| v.to_string()));
+        set(
+            config::ENV_MIGRATE_BACK,
+            self.no_migrate_back.then(|| "0".to_string()),
+        );
+        set(
+            config::ENV_CONFINED_SPIN,
+            self.confined_spin.map(|v| v.to_string()),
+        );
+        RuntimeConfig::from_lookup(|k| {
+            env.iter()
+                .find(|(key, _)| *key == k)
+                .map(|(_, v)| v.clone())
+        })
+        .map_err(|e| {
+            let flag = e
+                .split(':')
+                .next()
+                .unwrap_or("")
+                .trim_start_matches("CORRAL_")
+                .to_lowercase()
+                .replace('_', "-");
+            CliError(format!(
+                "--{flag}{}",
+                e.split_once(':')
+                    .map_or(String::new(), |(_, rest)| format!(":{rest}"))
+            ))
+        })
+    }
+}
+
+/// One thread in the report.
+#[derive(Serialize)]
+pub struct ThreadReport {
+    pub tid: i32,
+    pub wait_share: f64,
+    pub lock_intensive: bool,
+    pub wait_ns: u64,
+    pub cpu_ns: u64,
+    pub contended: u64,
+    pub slices: u64,
+}
+
+/// The SSC size from a point in time on.
+#[derive(Serialize)]
+pub struct SscPoint {
+    pub t_ms: f64,
+    pub bound: u32,
+}
+
+/// `--report`'s document.
+#[derive(Serialize)]
+pub struct RunReport {
+    pub policy: Policy,
+    pub lock: Algorithm,
+    pub exit_code: i32,
+    pub threads: Vec<ThreadReport>,
+    pub ssc: Vec<SscPoint>,
+    pub decisions: Vec<Event>,
+}
+
+pub fn run(args: RunArgs) -> Result<(), CliError> {
+    let cfg = args.config()?;
+    let prog_name = &args.prog[0];
+    if resolve_program(prog_name).is_none() {
+        return Err(CliError(format!(
+            "PROG '{prog_name}' not found (or not executable)"
+        )));
+    }
+    let preload = find_preload()?;
+    let scratch_events = (args.report.is_some() || !args.quiet) && args.events.is_none();
+    let events_path = match (&args.events, scratch_events) {
+        (Some(p), _) => Some(p.clone()),
+        (None, true) => {
+            Some(std::env::temp_dir().join(format!("corral-events.{}.jsonl", std::process::id())))
+        }
+        (None, false) => None,
+    };
+    let (outcome, _) = launch(
+        &cfg,
+        Some(&preload),
+        &args.prog,
+        events_path.as_deref(),
+        Output::Inherit,
+    )?;
+    let code = exit_code(outcome.status);
+    let events = events_path.as_deref().map(read_events).unwrap_or_default();
+    if scratch_events {
+        if let Some(p) = &events_path {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+    let report = build_report(&cfg, code, outcome.stats.as_ref(), events);
+    if !args.quiet {
+        eprintln!("{}", summary(&report, outcome.stats.is_some()));
+    }
+    if let Some(path) = &args.report {
+        let text = serde_json::to_string_pretty(&report).map_err(|e| CliError(e.to_string()))?;
+        std::fs::write(path, text + "\n")
+            .map_err(|e| CliError(format!("--report {}: {e}", path.display())))?;
+    }
+    std::process::exit(code);
+}
+
+fn read_events(path: &Path) -> Vec<Event> {
+    read_log(path).unwrap_or_default()
+}
+
+/// The report from the final stats and the decision log.
+pub fn build_report(
+    cfg: &RuntimeConfig,
+    exit_code: i32,
+    stats: Option<&StatsSnapshot>,
+    events: Vec<Event>,
+) -> RunReport {
+    let qualified: Vec<i32> = events
+        .iter()
+        .filter_map(|e| {
+            if let Event::Qualified { tid, .. } = e {
+                Some(*tid)
+            } else {
+                None
+            }
+        })
+        .collect();
+    let threads = stats
+        .map(|s| {
+            s.threads
+                .iter()
+                .map(|t| ThreadReport {
+                    tid: t.tid,
+                    wait_share: t.wait_share,
+                    lock_intensive: t.lock_intensive || qualified.contains(&t.tid),
+                    wait_ns: t.wait_ns,
+                    cpu_ns: t.cpu_ns,
+                    contended: t.contended,
+                    slices: t.slices,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut ssc = Vec::new();
+    for e in &events {
+        match e {
+            Event::Start { t_ms, bound, .. } => ssc.push(SscPoint {
+                t_ms: *t_ms,
+                bound: *bound,
+            }),
+            Event::Decision {
+                t_ms,
+                bound_before,
+                bound_after,
+                ..
+            } if bound_before != bound_after => ssc.push(SscPoint {
+                t_ms: *t_ms,
+                bound: *bound_after,
+            }),
+            _ => {}
+        }
+    }
+    let decisions = events
+        .into_iter()
+        .filter(|e| !matches!(e, Event::Start { .. }))
+        .collect();
+    RunReport {
+        policy: cfg.policy,
+        lock: cfg.lock,
+        exit_code,
+        threads,
+        ssc,
+        decisions,
+    }
+}
+
+/// The human summary printed at exit.
+pub fn summary(r: &RunReport, had_stats: bool) -> String {
+    if !had_stats {
+        return format!(
+            "corral: policy {}, lock {}: exit {}; no stats (the runtime did not start)",
+            r.policy.name(),
+            r.lock,
+            r.exit_code
+        );
+    }
+    let intensive = r.threads.iter().filter(|t| t.lock_intensive).count();
+    let mut top: Vec<&ThreadReport> = r.threads.iter().collect();
+    top.sort_by(|a, b| b.wait_share.total_cmp(&a.wait_share));
+    let shares: Vec<String> = top
+        .iter()
+        .take(4)
+        .map(|t| format!("{}:{:.1}%", t.tid, 100.0 * t.wait_share))
+        .collect();
+    let bound = r
+        .ssc
+        .last()
+        .map_or("none".to_string(), |p| p.bound.to_string());
+    format!(
+        "corral: policy {}, lock {}: {} threads locked, {} lock-intensive; SSC size {}; {} decisions; \
+         highest wait shares {}",
+        r.policy.name(),
+        r.lock,
+        r.threads.len(),
+        intensive,
+        if r.policy == Policy::None { "none".to_string() } else { bound },
+        r.decisions.len(),
+        if shares.is_empty() { "-".to_string() } else { shares.join(" ") }
+    )
 }

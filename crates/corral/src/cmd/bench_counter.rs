@@ -1,0 +1,229 @@
+//! `corral bench counter`: paper 1's single counter (and paper 4's doubly
+//! linked list and multiple counters) as a real, separate program under
+//! `corral run`, side by side with glibc's own locks, at several thread
+//! counts. Ratios come from one invocation.
+
+use corral_locks::Algorithm;
+use corral_runtime::config::{Policy, RuntimeConfig};
+use serde::Serialize;
+
+use super::bench_worker::WorkerResult;
+use super::launch::{find_preload, launch, Output};
+use crate::CliError;
+
+/// Arguments of `corral bench counter`.
+#[derive(clap::Args)]
+pub struct BenchCounterArgs {
+    /// `counter` (paper 1), `list` or `counters` (paper 4).
+    #[arg(long, default_value = "counter", value_parser = ["counter", "list", "counters"])]
+    pub workload: String,
+    /// Thread counts.
+    #[arg(long, value_name = "LIST", default_value = "1,2,4,8,16", value_parser = super::lists::parse_count_list)]
+    pub threads: super::lists::Counts,
+    /// Lock algorithm for policies `none` and `lca`.
+    #[arg(long = "lock", value_name = "ALG", default_value = "ticket", value_parser = super::run::parse_alg)]
+    pub lock: Algorithm,
+    /// Policies: `glibc` (no corral), `none`, `lca`.
+    #[arg(long = "policy", value_name = "LIST", default_value = "glibc,none,lca", value_parser = parse_policies)]
+    pub policies: Policies,
+    /// Length of each point.
+    #[arg(long, value_name = "MS", default_value_t = 400, value_parser = clap::value_parser!(u64).range(1..))]
+    pub duration_ms: u64,
+    /// Private work between critical sections, in arithmetic iterations.
+    #[arg(long, value_name = "ITERATIONS", default_value_t = 0)]
+    pub work: u32,
+    /// Print `{"points":[...]}` as JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A policy column: glibc's locks, or corral's under a policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BenchPolicy {
+    Glibc,
+    None,
+    Lca,
+}
+
+impl BenchPolicy {
+    pub fn name(self) -> &'static str {
+        match self {
+            BenchPolicy::Glibc => "glibc",
+            BenchPolicy::None => "none",
+            BenchPolicy::Lca => "lca",
+        }
+    }
+}
+
+/// A parsed `--policy` list.
+#[derive(Clone, Debug)]
+pub struct Policies(pub Vec<BenchPolicy>);
+
+fn parse_policies(s: &str) -> Result<Policies, String> {
+    s.split(',')
+        .map(|p| match p.trim() {
+            "glibc" => Ok(BenchPolicy::Glibc),
+            "none" => Ok(BenchPolicy::None),
+            "lca" => Ok(BenchPolicy::Lca),
+            other => Err(format!(
+                "unknown policy '{other}'; allowed: glibc, none, lca"
+            )),
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Policies)
+}
+
+/// One measured point.
+#[derive(Clone, Debug, Serialize)]
+pub struct CounterPoint {
+    pub workload: String,
+    pub threads: u32,
+    pub policy: BenchPolicy,
+    pub lock: String,
+    /// Operations per second.
+    pub throughput: f64,
+    /// SSC size at the end (lca only).
+    pub ssc_bound: Option<u32>,
+}
+
+#[derive(Serialize)]
+struct CounterReport {
+    points: Vec<CounterPoint>,
+}
+
+/// Measures every (threads, policy) point, printing progress if asked.
+pub fn measure(
+    workload: &str,
+    threads: &[u32],
+    policies: &[BenchPolicy],
+    lock: Algorithm,
+    duration_ms: u64,
+    work: u32,
+    progress: bool,
+) -> Result<Vec<CounterPoint>, CliError> {
+    let preload = find_preload()?;
+    let exe = std::env::current_exe()?.to_string_lossy().into_owned();
+    let mut points = Vec::new();
+    for &n in threads {
+        for &policy in policies {
+            let prog: Vec<String> = [
+                exe.as_str(),
+                "bench",
+                "worker",
+                "--workload",
+                workload,
+                "--threads",
+                &n.to_string(),
+                "--duration-ms",
+                &duration_ms.to_string(),
+                "--work",
+                &work.to_string(),
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            let cfg = RuntimeConfig {
+                policy: if policy == BenchPolicy::Lca {
+                    Policy::Lca
+                } else {
+                    Policy::None
+                },
+                lock,
+                ..RuntimeConfig::default()
+            };
+            let lib = (policy != BenchPolicy::Glibc).then_some(preload.as_path());
+            let (outcome, stdout) = launch(&cfg, lib, &prog, None, Output::Capture)?;
+            if !outcome.status.success() {
+                return Err(CliError(format!(
+                    "the benchmark worker failed ({}) at {n} threads, {}",
+                    outcome.status,
+                    policy.name()
+                )));
+            }
+            let line = String::from_utf8_lossy(&stdout);
+            let result: WorkerResult = serde_json::from_str(line.trim()).map_err(|e| {
+                CliError(format!("unreadable worker output '{}': {e}", line.trim()))
+            })?;
+            let point = CounterPoint {
+                workload: workload.to_string(),
+                threads: n,
+                policy,
+                lock: if policy == BenchPolicy::Glibc {
+                    "pthread".into()
+                } else {
+                    lock.name().into()
+                },
+                throughput: result.ops as f64 / result.seconds.max(1e-9),
+                ssc_bound: outcome
+                    .stats
+                    .filter(|_| policy == BenchPolicy::Lca)
+                    .map(|s| s.ssc_bound),
+            };
+            if progress {
+                eprintln!(
+                    "  {:>3} threads  {:<6} {:>14.0} ops/s",
+                    n,
+                    policy.name(),
+                    point.throughput
+                );
+            }
+            points.push(point);
+        }
+    }
+    Ok(points)
+}
+
+/// Throughput of `policy` at `threads`, if measured.
+pub fn throughput_of(points: &[CounterPoint], threads: u32, policy: BenchPolicy) -> Option<f64> {
+    points
+        .iter()
+        .find(|p| p.threads == threads && p.policy == policy)
+        .map(|p| p.throughput)
+}
+
+/// Prints the table: one row per thread count, one column per policy.
+pub fn print_table(points: &[CounterPoint], threads: &[u32], policies: &[BenchPolicy]) {
+    let mut header = format!("{:>8}", "threads");
+    for p in policies {
+        header.push_str(&format!(" {:>16}", format!("{} ops/s", p.name())));
+    }
+    println!("{header}");
+    for &n in threads {
+        let mut row = format!("{n:>8}");
+        for &p in policies {
+            let cell = throughput_of(points, n, p).map_or("-".to_string(), |t| format!("{t:.0}"));
+            row.push_str(&format!(" {cell:>16}"));
+        }
+        println!("{row}");
+    }
+}
+
+pub fn run(args: BenchCounterArgs) -> Result<(), CliError> {
+    let policies = &args.policies.0;
+    if !args.json {
+        eprintln!(
+            "corral bench counter: workload {}, lock {}, {} ms per point, work {} outside the lock",
+            args.workload, args.lock, args.duration_ms, args.work
+        );
+    }
+    let points = measure(
+        &args.workload,
+        &args.threads,
+        policies,
+        args.lock,
+        args.duration_ms,
+        args.work,
+        !args.json,
+    )?;
+    if args.json {
+        let doc = CounterReport { points };
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&doc).map_err(|e| CliError(e.to_string()))?
+        );
+    } else {
+        print_table(&points, &args.threads, policies);
+    }
+    Ok(())
+}

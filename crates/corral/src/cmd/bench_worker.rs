@@ -1,0 +1,158 @@
+//! The program `corral bench counter` runs under `corral run`: threads
+//! sharing pthread mutexes (called through libc, so the preload library
+//! replaces them), with a configurable amount of private work outside the
+//! lock. Paper 1's single counter (Sec. 4.2); paper 4's doubly linked list
+//! and multiple counters (Sec. 5).
+
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::CliError;
+
+/// Arguments of the hidden worker subcommand.
+#[derive(clap::Args, Clone, Debug)]
+pub struct WorkerArgs {
+    /// `counter`, `list` or `counters`.
+    #[arg(long, default_value = "counter", value_parser = ["counter", "list", "counters"])]
+    pub workload: String,
+    #[arg(long, default_value_t = 4)]
+    pub threads: u32,
+    #[arg(long, default_value_t = 300)]
+    pub duration_ms: u64,
+    /// Iterations of private arithmetic between two critical sections.
+    #[arg(long, default_value_t = 0)]
+    pub work: u32,
+    /// Counters (and locks) of the `counters` workload (paper 4: several).
+    #[arg(long, default_value_t = 4)]
+    pub counters: u32,
+}
+
+/// What the worker prints: one JSON line.
+#[derive(Serialize, serde::Deserialize)]
+pub struct WorkerResult {
+    pub ops: u64,
+    pub seconds: f64,
+}
+
+/// A pthread mutex and the data it guards.
+struct Guarded<T> {
+    mutex: UnsafeCell<libc::pthread_mutex_t>,
+    data: UnsafeCell<T>,
+}
+
+// SAFETY: `data` is only touched between pthread_mutex_lock and unlock of `mutex`.
+unsafe impl<T: Send> Sync for Guarded<T> {}
+
+impl<T> Guarded<T> {
+    fn new(data: T) -> Self {
+        Guarded {
+            mutex: UnsafeCell::new(libc::PTHREAD_MUTEX_INITIALIZER),
+            data: UnsafeCell::new(data),
+        }
+    }
+
+    #[inline]
+    fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        // SAFETY: a statically initialised mutex that outlives every user;
+        // `data` is accessed only while it is held.
+        unsafe {
+            libc::pthread_mutex_lock(self.mutex.get());
+            let r = f(&mut *self.data.get());
+            libc::pthread_mutex_unlock(self.mutex.get());
+            r
+        }
+    }
+}
+
+/// A doubly linked list in an arena (indices, no allocation per op):
+/// paper 4's shared list, where each op moves one node from head to tail.
+struct List {
+    next: Vec<u32>,
+    prev: Vec<u32>,
+    head: u32,
+    tail: u32,
+}
+
+impl List {
+    fn new(n: u32) -> Self {
+        let next = (1..=n).collect::<Vec<_>>();
+        let prev = (0..n).map(|i| i.wrapping_sub(1)).collect::<Vec<_>>();
+        List {
+            next,
+            prev,
+            head: 0,
+            tail: n - 1,
+        }
+    }
+
+    /// Unlinks the head and appends it at the tail.
+    fn rotate(&mut self) {
+        let node = self.head;
+        let new_head = self.next[node as usize];
+        self.prev[new_head as usize] = u32::MAX;
+        self.head = new_head;
+        self.next[self.tail as usize] = node;
+        self.prev[node as usize] = self.tail;
+        self.next[node as usize] = u32::MAX;
+        self.tail = node;
+    }
+}
+
+#[inline]
+fn private_work(iterations: u32, seed: u64) -> u64 {
+    let mut x = seed | 1;
+    for _ in 0..iterations {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+    }
+    std::hint::black_box(x)
+}
+
+pub fn run(args: WorkerArgs) -> Result<(), CliError> {
+    let counter = Guarded::new(0u64);
+    let list = Guarded::new(List::new(64));
+    let counters: Vec<Guarded<u64>> = (0..args.counters.max(1)).map(|_| Guarded::new(0)).collect();
+    let stop = AtomicBool::new(false);
+    let total = AtomicU64::new(0);
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        for t in 0..args.threads.max(1) {
+            let (counter, list, counters, stop, total, args) =
+                (&counter, &list, &counters, &stop, &total, &args);
+            s.spawn(move || {
+                let mut ops = 0u64;
+                let mut seed = u64::from(t);
+                // Relaxed: a stop hint; the scope's join orders the totals.
+                while !stop.load(Ordering::Relaxed) {
+                    for _ in 0..64 {
+                        match args.workload.as_str() {
+                            "list" => list.with(List::rotate),
+                            "counters" => counters[(ops as usize + t as usize) % counters.len()]
+                                .with(|c| *c += 1),
+                            _ => counter.with(|c| *c += 1),
+                        }
+                        seed = private_work(args.work, seed);
+                        ops += 1;
+                    }
+                }
+                total.fetch_add(ops, Ordering::Relaxed); // Relaxed: read after the join.
+            });
+        }
+        std::thread::sleep(Duration::from_millis(args.duration_ms));
+        stop.store(true, Ordering::Relaxed); // Relaxed: see above.
+    });
+    let seconds = start.elapsed().as_secs_f64();
+    let result = WorkerResult {
+        ops: total.load(Ordering::Relaxed),
+        seconds,
+    };
+    println!(
+        "{}",
+        serde_json::to_string(&result).map_err(|e| CliError(e.to_string()))?
+    );
+    Ok(())
+}

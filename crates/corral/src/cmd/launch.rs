@@ -1,0 +1,195 @@
+//! Starting a program under `libcorral_preload.so` and collecting what its
+//! runtime published: shared by `corral run`, `corral bench counter` and
+//! `corral demo`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+
+use corral_runtime::config::{RuntimeConfig, ENV_EVENTS, ENV_PARENT_PID};
+use corral_runtime::stats::{StatsMap, StatsSnapshot};
+
+use crate::CliError;
+
+/// The preload library's file name.
+pub const PRELOAD_NAME: &str = "libcorral_preload.so";
+/// Overrides where the preload library is looked for.
+pub const ENV_PRELOAD: &str = "CORRAL_PRELOAD";
+
+/// Finds `libcorral_preload.so`: `$CORRAL_PRELOAD`, else next to this
+/// executable. Run from a cargo target directory of this workspace (e.g.
+/// `cargo run --release -- demo` on a fresh clone, which builds only the
+/// CLI), a missing library is built once with cargo.
+pub fn find_preload() -> Result<PathBuf, CliError> {
+    if let Some(p) = std::env::var_os(ENV_PRELOAD) {
+        let p = PathBuf::from(p);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(CliError(format!(
+                "{ENV_PRELOAD}: {} does not exist",
+                p.display()
+            )))
+        };
+    }
+    let exe = std::env::current_exe()?;
+    let dir = exe
+        .parent()
+        .ok_or_else(|| CliError("cannot locate the corral executable".into()))?;
+    let lib = dir.join(PRELOAD_NAME);
+    if lib.is_file() {
+        return Ok(lib);
+    }
+    build_preload(dir)?;
+    if lib.is_file() {
+        Ok(lib)
+    } else {
+        Err(CliError(format!("{PRELOAD_NAME} not found next to {}; build it with `cargo build --release -p corral-preload`", exe.display())))
+    }
+}
+
+/// Builds the preload library into the target directory `dir` belongs to,
+/// if `dir` is a cargo profile directory and this workspace's sources exist.
+fn build_preload(dir: &Path) -> Result<(), CliError> {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.toml");
+    let profile = dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let Some(target_dir) = dir.parent() else {
+        return Ok(());
+    };
+    if !manifest.is_file() || !(profile == "release" || profile == "debug") {
+        return Ok(());
+    }
+    eprintln!("corral: building {PRELOAD_NAME} once (cargo build -p corral-preload)...");
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.arg("build")
+        .arg("-q")
+        .arg("-p")
+        .arg("corral-preload")
+        .arg("--manifest-path")
+        .arg(&manifest);
+    cmd.arg("--target-dir").arg(target_dir);
+    if profile == "release" {
+        cmd.arg("--release");
+    }
+    let status = cmd
+        .status()
+        .map_err(|e| CliError(format!("cannot run cargo to build {PRELOAD_NAME}: {e}")))?;
+    if !status.success() {
+        return Err(CliError(format!(
+            "building {PRELOAD_NAME} failed ({status})"
+        )));
+    }
+    Ok(())
+}
+
+/// Resolves PROG as the shell would (a path, or a name on `$PATH`);
+/// `None` if there is no such executable file.
+pub fn resolve_program(prog: &str) -> Option<PathBuf> {
+    let is_exec = |p: &Path| {
+        use std::os::unix::fs::PermissionsExt;
+        p.is_file()
+            && p.metadata()
+                .map(|m| m.permissions().mode() & 0o111 != 0)
+                .unwrap_or(false)
+    };
+    if prog.contains('/') {
+        let p = PathBuf::from(prog);
+        return is_exec(&p).then_some(p);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(prog))
+        .find(|p| is_exec(p))
+}
+
+/// What a run left behind.
+pub struct Outcome {
+    pub status: ExitStatus,
+    /// The stats file's last state (none if the runtime could not write it).
+    pub stats: Option<StatsSnapshot>,
+}
+
+/// How the program's output is handled.
+pub enum Output {
+    /// Shares corral's stdout and stderr.
+    Inherit,
+    /// stdout is captured and returned.
+    Capture,
+}
+
+/// Runs `prog` under the preload with `cfg` (or without corral when
+/// `preload` is `None`), waits for it, and collects its stats file.
+pub fn launch(
+    cfg: &RuntimeConfig,
+    preload: Option<&Path>,
+    prog: &[String],
+    events: Option<&Path>,
+    output: Output,
+) -> Result<(Outcome, Vec<u8>), CliError> {
+    let (name, args) = prog
+        .split_first()
+        .ok_or_else(|| CliError("no program given".into()))?;
+    let mut cmd = Command::new(name);
+    cmd.args(args);
+    if let Some(lib) = preload {
+        let mut value = lib.as_os_str().to_owned();
+        if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
+            value.push(":");
+            value.push(old);
+        }
+        cmd.env("LD_PRELOAD", value);
+        for (k, v) in cfg.to_env() {
+            cmd.env(k, v);
+        }
+        cmd.env(ENV_PARENT_PID, std::process::id().to_string());
+        match events {
+            Some(p) => cmd.env(ENV_EVENTS, p),
+            None => cmd.env_remove(ENV_EVENTS),
+        };
+    }
+    if let Output::Capture = output {
+        cmd.stdout(Stdio::piped());
+    }
+    ignore_terminal_signals();
+    let child = cmd
+        .spawn()
+        .map_err(|e| CliError(format!("cannot start '{name}': {e}")))?;
+    let pid = child.id() as i32;
+    let out = child
+        .wait_with_output()
+        .map_err(|e| CliError(format!("waiting for '{name}': {e}")))?;
+    let stats_path = corral_runtime::abi::stats_path(pid);
+    let stats = StatsMap::open(&stats_path).ok().map(|m| m.snapshot());
+    let _ = std::fs::remove_file(&stats_path);
+    Ok((
+        Outcome {
+            status: out.status,
+            stats,
+        },
+        out.stdout,
+    ))
+}
+
+extern "C" fn ignore(_: libc::c_int) {}
+
+/// Ctrl-C and friends reach the program (same process group); corral
+/// survives them to report, with a handler rather than SIG_IGN so the
+/// program does not inherit an ignored signal.
+fn ignore_terminal_signals() {
+    for sig in [libc::SIGINT, libc::SIGQUIT, libc::SIGTERM] {
+        // SAFETY: installs a handler that does nothing, async-signal-safe.
+        unsafe {
+            libc::signal(
+                sig,
+                ignore as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            )
+        };
+    }
+}
+
+/// PROG's exit code as a shell reports it (128 + signal when killed).
+pub fn exit_code(status: ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+}

@@ -1,0 +1,76 @@
+//! `corral run` from the outside: bad input is one line and exit 2 before
+//! the program starts; a run passes the program's exit code through and
+//! writes the report.
+
+use std::process::Command;
+
+fn corral() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_corral"))
+}
+
+fn one_line_error(args: &[&str]) -> String {
+    let out = corral().args(args).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{args:?}");
+    assert!(out.stdout.is_empty(), "nothing may run: {args:?}");
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "one line for {args:?}: {err}"
+    );
+    err
+}
+
+#[test]
+fn bad_input_is_one_line_before_the_program_starts() {
+    // `echo` would print if it ran.
+    assert!(
+        one_line_error(&["run", "--policy", "fast", "--", "echo", "ran"]).contains("none, lca")
+    );
+    assert!(one_line_error(&["run", "--lock", "bakery", "--", "echo", "ran"]).contains("ticket"));
+    assert!(
+        one_line_error(&["run", "--threshold", "1.5", "--", "echo", "ran"]).contains("--threshold")
+    );
+    assert!(
+        one_line_error(&["run", "--confirmations", "0", "--", "echo", "ran"])
+            .contains("--confirmations")
+    );
+    assert!(one_line_error(&["run", "--", "no-such-program-corral"]).contains("not found"));
+}
+
+#[test]
+fn bench_counter_rejects_an_unknown_policy() {
+    assert!(one_line_error(&["bench", "counter", "--policy", "glibc,fast"]).contains("fast"));
+}
+
+/// The preload library beside the test's `corral`, built by the caller
+/// (`cargo build -p corral-preload`); `None` if it is not there.
+fn preload_beside_corral() -> Option<std::path::PathBuf> {
+    let exe = std::path::PathBuf::from(env!("CARGO_BIN_EXE_corral"));
+    let lib = exe.parent()?.join("libcorral_preload.so");
+    lib.is_file().then_some(lib)
+}
+
+#[test]
+fn a_run_passes_the_exit_code_through_and_writes_the_report() {
+    let Some(lib) = preload_beside_corral() else {
+        panic!("build the preload library first: cargo build -p corral-preload");
+    };
+    let report = std::env::temp_dir().join(format!("corral-run-test.{}.json", std::process::id()));
+    let out = corral()
+        .env("CORRAL_PRELOAD", &lib)
+        .args(["run", "--policy", "none", "--report"])
+        .arg(&report)
+        .args(["--", "sh", "-c", "echo hello; exit 7"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(7));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hello\n");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("corral: policy none"));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    std::fs::remove_file(&report).unwrap();
+    assert_eq!(doc["exit_code"], 7);
+    assert_eq!(doc["policy"], "none");
+    assert!(doc["threads"].is_array() && doc["ssc"].is_array() && doc["decisions"].is_array());
+}
