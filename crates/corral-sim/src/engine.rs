@@ -6,20 +6,28 @@ use crate::config::{SimConfig, SimResult};
 use crate::locks::LockAlgo;
 use crate::policy::SimPolicy;
 use crate::rng::Rng;
+use crate::timers::Timers;
 use crate::workload::{CompiledStep, TimeDist, Workload, NO_LOCK};
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 pub(crate) const NONE: u32 = u32::MAX;
 
-/// Event kinds, packed into the top bits of an event word.
-pub(crate) const EV_PHASE_END: u64 = 0;
-pub(crate) const EV_SLICE: u64 = 1;
-pub(crate) const EV_WAKE: u64 = 2;
-pub(crate) const EV_SPIN_TIMEOUT: u64 = 3;
-pub(crate) const EV_WARMUP: u64 = 4;
-pub(crate) const EV_PROGRAM: u64 = 5;
-pub(crate) const EV_TICK: u64 = 6;
+/// Largest machine simulated (memory grows with cores times tasks).
+pub const MAX_CORES: u32 = 1 << 16;
+
+/// What a task's timer means when it fires.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TaskTimer {
+    PhaseEnd,
+    SpinTimeout,
+    Wake,
+}
+
+/// Global timer slots (after the task and core slots).
+const GLOBAL_TICK: u32 = 0;
+const GLOBAL_WARMUP: u32 = 1;
+/// Phase `i` of the workload starts at slot `GLOBAL_PROGRAM + i - 1`.
+const GLOBAL_PROGRAM: u32 = 2;
 
 /// What a core is doing, for the time and energy accounts.
 pub(crate) const ACT_IDLE: usize = 0;
@@ -59,8 +67,8 @@ pub(crate) struct Task {
     /// Hold phase bookkeeping for non-scalable locks (see `lockops`).
     pub hold_start: f64,
     pub hold_base: f64,
-    /// Invalidates this task's pending phase-end and spin-timeout events.
-    pub version: u32,
+    /// What its armed timer (if any) means.
+    pub timer: TaskTimer,
     /// Cycles (migration, context switch, fork) owed to the next phase.
     pub debt: f64,
     pub wait_since: f64,
@@ -73,7 +81,6 @@ pub(crate) struct Task {
 pub(crate) struct Core {
     pub running: u32,
     pub runq: VecDeque<u32>,
-    pub slice_version: u32,
     pub preempt_pending: bool,
     pub act: usize,
     pub since: f64,
@@ -99,7 +106,8 @@ pub(crate) struct Sim<'a> {
     pub current_program: u32,
     pub ops_per_task: u64,
     pub spawn_cycles: f64,
-    pub heap: BinaryHeap<Reverse<(u64, u64)>>,
+    pub timers: Timers,
+    pub n_tasks: u32,
     pub now: f64,
     pub tasks: Vec<Task>,
     pub cores: Vec<Core>,
@@ -117,11 +125,6 @@ pub(crate) struct Sim<'a> {
     pub events: u64,
 }
 
-#[inline]
-fn pack(kind: u64, id: u32, version: u32) -> u64 {
-    (kind << 61) | ((id as u64) << 32) | version as u64
-}
-
 /// Runs `workload` under `policy` on the machine of `cfg`.
 pub fn simulate(
     cfg: &SimConfig,
@@ -130,8 +133,8 @@ pub fn simulate(
 ) -> Result<SimResult, String> {
     workload.validate()?;
     let cores = cfg.machine.cores;
-    if cores == 0 {
-        return Err("cores: must be at least 1".into());
+    if cores == 0 || cores > MAX_CORES {
+        return Err(format!("cores: must be in 1..={MAX_CORES}, not {cores}"));
     }
     if !(cfg.seconds > 0.0 && cfg.seconds.is_finite()) {
         return Err("seconds: must be > 0".into());
@@ -140,7 +143,7 @@ pub fn simulate(
         .checked_mul(workload.tasks_per_core)
         .filter(|&n| n < 1 << 29)
         .ok_or("tasks: too many tasks to simulate")?;
-    policy.start(cores, n_tasks);
+    policy.start(&cfg.machine, n_tasks);
     let mut programs = vec![workload.compile_steps("operation", &workload.operation)?];
     for (i, p) in workload.phases.iter().enumerate() {
         programs.push(workload.compile_steps(&format!("phases[{i}].operation"), &p.operation)?);
@@ -168,14 +171,14 @@ pub fn simulate(
         current_program: 0,
         ops_per_task: workload.ops_per_task.unwrap_or(u64::MAX),
         spawn_cycles: workload.spawn_cycles,
-        heap: BinaryHeap::with_capacity(4 * n_tasks as usize + 16),
+        timers: Timers::new((n_tasks + cores + GLOBAL_PROGRAM) as usize + workload.phases.len()),
+        n_tasks,
         now: 0.0,
         tasks: Vec::with_capacity(n_tasks as usize),
         cores: (0..cores)
             .map(|_| Core {
                 running: NONE,
                 runq: VecDeque::new(),
-                slice_version: 0,
                 preempt_pending: false,
                 act: ACT_IDLE,
                 since: 0.0,
@@ -194,22 +197,43 @@ pub fn simulate(
         events: 0,
     };
     let end = cfg.seconds * 1e9 * clock;
-    sim.push(end * cfg.warmup_fraction.clamp(0.0, 0.99), EV_WARMUP, 0, 0);
+    sim.arm_global(GLOBAL_WARMUP, end * cfg.warmup_fraction.clamp(0.0, 0.99));
     for (i, p) in workload.phases.iter().enumerate() {
-        sim.push(end * p.at, EV_PROGRAM, i as u32 + 1, 0);
+        sim.arm_global(GLOBAL_PROGRAM + i as u32, end * p.at);
     }
     sim.spawn_all(n_tasks);
-    sim.push(sim.slice_cycles, EV_TICK, 0, 0);
+    sim.arm_global(GLOBAL_TICK, sim.slice_cycles);
     sim.run_until(end);
     Ok(sim.result(workload, end))
 }
 
 impl Sim<'_> {
+    /// Arms task `t`'s timer (replacing any armed one).
     #[inline]
-    pub(crate) fn push(&mut self, at: f64, kind: u64, id: u32, version: u32) {
-        // Non-negative f64s order like their bit patterns.
-        self.heap
-            .push(Reverse((at.max(0.0).to_bits(), pack(kind, id, version))));
+    pub(crate) fn arm_task(&mut self, t: u32, at: f64, what: TaskTimer) {
+        self.tasks[t as usize].timer = what;
+        self.timers.set(t, at);
+    }
+
+    #[inline]
+    pub(crate) fn disarm_task(&mut self, t: u32) {
+        self.timers.cancel(t);
+    }
+
+    /// Arms the end of the current slice on `core`.
+    #[inline]
+    pub(crate) fn arm_slice(&mut self, core: u32, at: f64) {
+        self.timers.set(self.n_tasks + core, at);
+    }
+
+    #[inline]
+    pub(crate) fn disarm_slice(&mut self, core: u32) {
+        self.timers.cancel(self.n_tasks + core);
+    }
+
+    fn arm_global(&mut self, slot: u32, at: f64) {
+        let id = self.n_tasks + self.cores.len() as u32 + slot;
+        self.timers.set(id, at);
     }
 
     #[inline]
@@ -256,7 +280,7 @@ impl Sim<'_> {
                 phase_end: 0.0,
                 hold_start: 0.0,
                 hold_base: 0.0,
-                version: 0,
+                timer: TaskTimer::PhaseEnd,
                 debt: 0.0,
                 wait_since: 0.0,
                 spin_since: 0.0,
@@ -279,47 +303,44 @@ impl Sim<'_> {
     }
 
     fn run_until(&mut self, end: f64) {
-        while let Some(Reverse((bits, word))) = self.heap.pop() {
-            let at = f64::from_bits(bits);
+        let n_cores = self.cores.len() as u32;
+        while let Some((at, id)) = self.timers.pop() {
             if at > end {
                 break;
             }
             self.now = at;
             self.events += 1;
-            let kind = word >> 61;
-            let id = ((word >> 32) & ((1 << 29) - 1)) as u32;
-            let version = word as u32;
-            match kind {
-                EV_PHASE_END => {
-                    if self.tasks[id as usize].version == version {
-                        self.phase_end(id);
-                    }
+            if id < self.n_tasks {
+                match self.tasks[id as usize].timer {
+                    TaskTimer::PhaseEnd => self.phase_end(id),
+                    TaskTimer::SpinTimeout => self.spin_timeout(id),
+                    TaskTimer::Wake => self.wake(id),
                 }
-                EV_SLICE => {
-                    if self.cores[id as usize].slice_version == version {
-                        self.slice_end(id);
-                    }
-                }
-                EV_WAKE => self.wake(id),
-                EV_SPIN_TIMEOUT => {
-                    if self.tasks[id as usize].version == version {
-                        self.spin_timeout(id);
-                    }
-                }
-                EV_WARMUP => self.reset_figures(),
-                EV_TICK => {
-                    let now_ns = self.ns(self.now);
-                    self.policy.on_tick(now_ns);
-                    self.balance_idle();
-                    self.push(self.now + self.slice_cycles, EV_TICK, 0, 0);
-                }
-                _ => self.current_program = id,
+            } else if id < self.n_tasks + n_cores {
+                self.slice_end(id - self.n_tasks);
+            } else {
+                self.global(id - self.n_tasks - n_cores);
             }
         }
         self.now = end;
         for c in 0..self.cores.len() as u32 {
             let act = self.cores[c as usize].act;
             self.set_act(c, act);
+        }
+    }
+
+    #[cold]
+    fn global(&mut self, slot: u32) {
+        match slot {
+            GLOBAL_TICK => {
+                let now_ns = self.ns(self.now);
+                let view = crate::sched::LoadView(&self.cores);
+                self.policy.on_tick(now_ns, &view);
+                self.balance_idle();
+                self.arm_global(GLOBAL_TICK, self.now + self.slice_cycles);
+            }
+            GLOBAL_WARMUP => self.reset_figures(),
+            program => self.current_program = program - GLOBAL_PROGRAM + 1,
         }
     }
 
@@ -368,9 +389,9 @@ impl Sim<'_> {
         let len = d + std::mem::take(&mut task.debt);
         task.phase = Phase::Work;
         task.phase_end = self.now + len;
-        let (core, ver) = (task.core, task.version);
+        let core = task.core;
         self.set_act(core, ACT_WORK);
-        self.push(self.now + len, EV_PHASE_END, t, ver);
+        self.arm_task(t, self.now + len, TaskTimer::PhaseEnd);
     }
 
     /// One repetition of the current step is done: move on.
@@ -389,7 +410,7 @@ impl Sim<'_> {
             let task = &mut self.tasks[t as usize];
             task.reps_left = self.programs[task.program as usize][task.step as usize].repeat;
         }
-        task_phase_start(&mut self.tasks[t as usize]);
+        self.tasks[t as usize].phase = Phase::Start;
         if self.tasks[t as usize].ops_in_life >= self.ops_per_task {
             self.respawn(t);
             return;
@@ -456,9 +477,4 @@ impl Sim<'_> {
             events: self.events,
         }
     }
-}
-
-#[inline]
-fn task_phase_start(task: &mut Task) {
-    task.phase = Phase::Start;
 }

@@ -8,20 +8,26 @@
 //! sampling error. With fixed times the phase lasts `s + k c` for the `k` at
 //! release. Queue locks hand off in constant time.
 
-use crate::engine::{Phase, Sim, ACT_CS, ACT_SPIN, EV_PHASE_END, EV_SPIN_TIMEOUT, EV_WAKE, NONE};
+use crate::engine::{Phase, Sim, TaskTimer, ACT_CS, ACT_SPIN, NONE};
 use crate::locks::LockAlgo;
+use crate::sched::LoadView;
 
 impl Sim<'_> {
     /// Running task `t` tries the lock of its current step.
     pub(crate) fn attempt(&mut self, t: u32) {
         let now_ns = self.ns(self.now);
-        self.policy.on_lock_attempt(now_ns, t);
         let core = self.tasks[t as usize].core;
-        let range = self.policy.allowed(t);
-        if !range.contains(core) {
+        let view = LoadView(&self.cores);
+        let mut target = self.policy.on_lock_attempt(now_ns, t, core, &view);
+        if target.is_none() {
+            let range = self.policy.allowed(t);
+            if !range.contains(core) {
+                target = Some(self.least_loaded(range, t));
+            }
+        }
+        if let Some(target) = target.filter(|&c| c != core && (c as usize) < self.cores.len()) {
             // Algorithm 2: migrate at the lock attempt, then try there.
             self.tasks[t as usize].phase = Phase::Attempt;
-            let target = self.least_loaded(range, t);
             self.migrate(t, target);
             return;
         }
@@ -39,9 +45,8 @@ impl Sim<'_> {
         }
         self.begin_spin(t, l);
         if self.locks[l].algo == LockAlgo::Adaptive {
-            let task = &self.tasks[t as usize];
-            let (ver, at) = (task.version, self.now + self.cfg.costs.adaptive_spin);
-            self.push(at, EV_SPIN_TIMEOUT, t, ver);
+            let at = self.now + self.cfg.costs.adaptive_spin;
+            self.arm_task(t, at, TaskTimer::SpinTimeout);
         }
     }
 
@@ -71,6 +76,7 @@ impl Sim<'_> {
         let step = self.step_of(t);
         let l = step.lock as usize;
         let core = self.tasks[t as usize].core;
+        self.policy.on_lock_acquired(t, l as u32);
         let wait_from = self.tasks[t as usize].wait_since.max(self.measure_start);
         self.wait_total += (self.now - wait_from).max(0.0);
         let lock = &mut self.locks[l];
@@ -82,13 +88,19 @@ impl Sim<'_> {
         };
         let algo = lock.algo;
         let k = 1 + lock.spinners;
+        let fresh = lock.last_core == NONE;
         let debt = std::mem::take(&mut self.tasks[t as usize].debt);
         let len = if algo.is_non_scalable() {
             let base = step.cs + data + debt;
-            let len = if self.exponential {
-                self.rng.exp(base + self.cfg.costs.handoff(algo, k))
+            let handoff = if k == 1 && !moved && !fresh {
+                self.cfg.costs.local_reacquire
             } else {
-                base + self.cfg.costs.handoff(algo, k)
+                self.cfg.costs.handoff(algo, k)
+            };
+            let len = if self.exponential {
+                self.rng.exp(base + handoff)
+            } else {
+                base + handoff
             };
             let task = &mut self.tasks[t as usize];
             task.hold_start = self.now;
@@ -100,9 +112,8 @@ impl Sim<'_> {
         let task = &mut self.tasks[t as usize];
         task.phase = Phase::Hold;
         task.phase_end = self.now + len;
-        let ver = task.version;
         self.set_act(core, ACT_CS);
-        self.push(self.now + len, EV_PHASE_END, t, ver);
+        self.arm_task(t, self.now + len, TaskTimer::PhaseEnd);
     }
 
     /// The number of spinners of lock `l` changed: a non-scalable lock's
@@ -124,11 +135,8 @@ impl Sim<'_> {
         } else {
             (task.hold_start + task.hold_base + handoff).max(self.now)
         };
-        let task = &mut self.tasks[h as usize];
-        task.version = task.version.wrapping_add(1);
-        task.phase_end = end;
-        let ver = task.version;
-        self.push(end, EV_PHASE_END, h, ver);
+        self.tasks[h as usize].phase_end = end;
+        self.arm_task(h, end, TaskTimer::PhaseEnd);
     }
 
     /// Running task `t` leaves its critical section: hand the lock on.
@@ -174,7 +182,7 @@ impl Sim<'_> {
                 // Wake-up latency with the lock already assigned: the convoy.
                 self.tasks[w as usize].phase = Phase::Granted;
                 let at = self.now + self.cfg.costs.wakeup;
-                self.push(at, EV_WAKE, w, 0);
+                self.arm_task(w, at, TaskTimer::Wake);
             }
             _ => {
                 // A preempted spinner: the lock waits until it runs again.

@@ -4,6 +4,7 @@
 //! range, cores being numbered in topology order.
 
 use crate::locks::LockAlgo;
+use crate::topology::Machine;
 
 /// A half-open range of cores `[lo, hi)` a task may run on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,25 +20,55 @@ impl CoreRange {
     }
 }
 
+/// Runnable tasks per core (running one included), filled on demand: the
+/// engine builds it only when a policy actually needs it.
+pub trait CoreLoads {
+    fn fill(&self, out: &mut Vec<u32>);
+}
+
 /// A scheduling policy driven by simulated events. Times are nanoseconds.
 pub trait SimPolicy: Send {
     /// Called once before the run.
-    fn start(&mut self, cores: u32, tasks: u32);
+    fn start(&mut self, machine: &Machine, tasks: u32);
     /// The lock algorithm actually used for a lock declared as `algo`.
     fn lock_algo(&self, algo: LockAlgo, _kernel: bool) -> LockAlgo {
         algo
     }
-    /// A slice of `task` ended after `run_ns` on a core, `wait_ns` of which
+    /// A slice of `task` ended after `run_ns` on `core`, `wait_ns` of which
     /// went to waiting for locks.
-    fn on_slice(&mut self, _now_ns: u64, _task: u32, _run_ns: u64, _wait_ns: u64) {}
-    /// `task` is about to acquire a lock (Algorithm 2 migrates here).
-    fn on_lock_attempt(&mut self, _now_ns: u64, _task: u32) {}
-    /// Called once per time slice (timers such as the re-search timeout).
-    fn on_tick(&mut self, _now_ns: u64) {}
+    fn on_slice(&mut self, _now_ns: u64, _task: u32, _core: u32, _run_ns: u64, _wait_ns: u64) {}
+    /// A slice of `task` begins.
+    fn on_slice_begin(&mut self, _now_ns: u64, _task: u32) {}
+    /// `task`, running on `core`, is about to acquire a lock; a returned core
+    /// is where it must move first (Algorithm 2 of paper 1).
+    fn on_lock_attempt(
+        &mut self,
+        _now_ns: u64,
+        _task: u32,
+        _core: u32,
+        _loads: &dyn CoreLoads,
+    ) -> Option<u32> {
+        None
+    }
+    /// `task` just acquired lock `lock` (an index into the workload's locks).
+    fn on_lock_acquired(&mut self, _task: u32, _lock: u32) {}
+    /// The quantum of `task` expired while it holds `locks_held` locks:
+    /// true renews it instead of preempting (paper 5's CSF).
+    fn renew_quantum(&mut self, _task: u32, _locks_held: u32) -> bool {
+        false
+    }
+    /// `task` left its core (preempted, asleep or migrated).
+    fn on_descheduled(&mut self, _task: u32) {}
+    /// Called once per time slice (timers, growth on load).
+    fn on_tick(&mut self, _now_ns: u64, _loads: &dyn CoreLoads) {}
     /// A short-lived task exited and `task` is its freshly forked successor.
     fn on_spawn(&mut self, _now_ns: u64, _task: u32) {}
     /// Cores `task` may run on now.
     fn allowed(&self, task: u32) -> CoreRange;
+    /// The time slice `task` gets, if the policy sets one.
+    fn slice_ns(&self, _task: u32) -> Option<u64> {
+        None
+    }
     /// Current SSC size, for policies that have one.
     fn ssc(&self) -> Option<u32> {
         None
@@ -51,8 +82,8 @@ pub struct AllCores {
 }
 
 impl SimPolicy for AllCores {
-    fn start(&mut self, cores: u32, _tasks: u32) {
-        self.cores = cores;
+    fn start(&mut self, machine: &Machine, _tasks: u32) {
+        self.cores = machine.cores;
     }
     #[inline]
     fn allowed(&self, _task: u32) -> CoreRange {
@@ -71,8 +102,8 @@ pub struct McsInstead {
 }
 
 impl SimPolicy for McsInstead {
-    fn start(&mut self, cores: u32, tasks: u32) {
-        self.inner.start(cores, tasks);
+    fn start(&mut self, machine: &Machine, tasks: u32) {
+        self.inner.start(machine, tasks);
     }
     fn lock_algo(&self, algo: LockAlgo, _kernel: bool) -> LockAlgo {
         if algo.is_non_scalable() {

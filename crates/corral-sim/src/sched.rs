@@ -1,9 +1,24 @@
 //! Per-core run queues, time slices, preemption, migration and load
 //! balancing within each task's allowed cores.
 
-use crate::engine::{Phase, Sim, ACT_CS, ACT_IDLE, ACT_WORK, EV_PHASE_END, EV_SLICE, EV_SPIN_TIMEOUT, NONE};
+use crate::engine::Core;
+use crate::engine::{Phase, Sim, TaskTimer, ACT_CS, ACT_IDLE, ACT_WORK, NONE};
 use crate::locks::LockAlgo;
-use crate::policy::CoreRange;
+use crate::policy::{CoreLoads, CoreRange};
+
+/// The engine's run queues seen as per-core loads.
+pub(crate) struct LoadView<'a>(pub &'a [Core]);
+
+impl CoreLoads for LoadView<'_> {
+    fn fill(&self, out: &mut Vec<u32>) {
+        out.clear();
+        out.extend(
+            self.0
+                .iter()
+                .map(|c| c.runq.len() as u32 + u32::from(c.running != NONE)),
+        );
+    }
+}
 
 impl Sim<'_> {
     #[inline]
@@ -75,8 +90,9 @@ impl Sim<'_> {
             _ => {}
         }
         self.report_slice(t);
+        self.policy.on_descheduled(t);
+        self.disarm_task(t);
         let task = &mut self.tasks[t as usize];
-        task.version = task.version.wrapping_add(1);
         task.on_core = false;
         let c = &mut self.cores[core as usize];
         c.running = NONE;
@@ -95,8 +111,10 @@ impl Sim<'_> {
         let run = now - task.slice_start;
         task.slice_start = now;
         task.slice_wait = 0.0;
+        let core = task.core;
         let (now_ns, run_ns, wait_ns) = (self.ns(now), self.ns(run), self.ns(wait));
-        self.policy.on_slice(now_ns, t, run_ns, wait_ns);
+        self.policy.on_slice(now_ns, t, core, run_ns, wait_ns);
+        self.policy.on_slice_begin(now_ns, t);
     }
 
     /// `core` lost its task: run the next queued one, pull one, or go idle.
@@ -105,8 +123,7 @@ impl Sim<'_> {
             self.queued -= 1;
             self.run_on(core, next);
         } else if !self.pull(core) {
-            let c = &mut self.cores[core as usize];
-            c.slice_version = c.slice_version.wrapping_add(1);
+            self.disarm_slice(core);
             self.set_act(core, ACT_IDLE);
         }
     }
@@ -133,7 +150,10 @@ impl Sim<'_> {
         let Some((_, src, i)) = best else {
             return false;
         };
-        let t = self.cores[src as usize].runq.remove(i).expect("index from rposition");
+        let t = self.cores[src as usize]
+            .runq
+            .remove(i)
+            .expect("index from rposition");
         self.queued -= 1;
         self.tasks[t as usize].debt += self.cfg.machine.migration_cycles(src, core);
         self.migrations += 1;
@@ -155,6 +175,15 @@ impl Sim<'_> {
         }
     }
 
+    /// The time slice of `t`, in cycles: the policy's, or the kernel's.
+    #[inline]
+    fn slice_of(&self, t: u32) -> f64 {
+        match self.policy.slice_ns(t) {
+            Some(ns) => ns as f64 / self.ns_per_cycle,
+            None => self.slice_cycles,
+        }
+    }
+
     /// `t` starts running on idle `core` and resumes where it stopped.
     pub(crate) fn run_on(&mut self, core: u32, t: u32) {
         self.context_switches += 1;
@@ -162,9 +191,8 @@ impl Sim<'_> {
         let c = &mut self.cores[core as usize];
         c.running = t;
         c.preempt_pending = false;
-        c.slice_version = c.slice_version.wrapping_add(1);
-        let slice_ver = c.slice_version;
-        self.push(now + self.slice_cycles, EV_SLICE, core, slice_ver);
+        let slice = self.slice_of(t);
+        self.arm_slice(core, now + slice);
         let ctx = self.cfg.sched.context_switch_cycles;
         let task = &mut self.tasks[t as usize];
         task.on_core = true;
@@ -172,22 +200,30 @@ impl Sim<'_> {
         task.slice_start = now;
         task.slice_wait = 0.0;
         task.debt += ctx;
+        let now_ns = self.ns(now);
+        self.policy.on_slice_begin(now_ns, t);
+        let task = &mut self.tasks[t as usize];
         match task.phase {
             Phase::Start => self.begin_step(t),
             Phase::Attempt => self.attempt(t),
             Phase::Work | Phase::Hold => {
-                let act = if task.phase == Phase::Work { ACT_WORK } else { ACT_CS };
+                let act = if task.phase == Phase::Work {
+                    ACT_WORK
+                } else {
+                    ACT_CS
+                };
                 let len = task.remaining + std::mem::take(&mut task.debt);
                 task.phase_end = now + len;
-                let ver = task.version;
                 if task.phase == Phase::Hold {
                     // Its non-scalable handoff is now measured from here.
-                    let l = &self.locks[self.programs[task.program as usize][task.step as usize].lock as usize];
+                    let l = &self.locks
+                        [self.programs[task.program as usize][task.step as usize].lock as usize];
                     task.hold_start = now;
-                    task.hold_base = (len - self.cfg.costs.handoff(l.algo, 1 + l.spinners)).max(0.0);
+                    task.hold_base =
+                        (len - self.cfg.costs.handoff(l.algo, 1 + l.spinners)).max(0.0);
                 }
                 self.set_act(core, act);
-                self.push(now + len, EV_PHASE_END, t, ver);
+                self.arm_task(t, now + len, TaskTimer::PhaseEnd);
             }
             Phase::Spin => {
                 self.resume_spin(t);
@@ -195,7 +231,7 @@ impl Sim<'_> {
                 let l = self.step_of(t).lock as usize;
                 if task.phase == Phase::Spin && self.locks[l].algo == LockAlgo::Adaptive {
                     let at = now + self.cfg.costs.adaptive_spin;
-                    self.push(at, EV_SPIN_TIMEOUT, t, task.version);
+                    self.arm_task(t, at, TaskTimer::SpinTimeout);
                 }
             }
             Phase::Granted => self.start_hold(t),
@@ -230,17 +266,17 @@ impl Sim<'_> {
             self.migrate(t, target);
             return;
         }
-        if !self.cores[core as usize].runq.is_empty() {
+        let holding = matches!(self.tasks[t as usize].phase, Phase::Hold | Phase::Granted);
+        let renewed = holding && self.policy.renew_quantum(t, 1);
+        if !renewed && !self.cores[core as usize].runq.is_empty() {
             if preemptible {
                 self.preempt_running(core);
                 return;
             }
             self.cores[core as usize].preempt_pending = true;
         }
-        let c = &mut self.cores[core as usize];
-        c.slice_version = c.slice_version.wrapping_add(1);
-        let ver = c.slice_version;
-        self.push(self.now + self.slice_cycles, EV_SLICE, core, ver);
+        let slice = self.slice_of(t);
+        self.arm_slice(core, self.now + slice);
     }
 
     /// Round robin: the running task goes to the back of its run queue.

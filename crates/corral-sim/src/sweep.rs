@@ -3,15 +3,26 @@
 
 use crate::config::{SimConfig, SimResult};
 use crate::engine::simulate;
+use crate::locks::LockCosts;
 use crate::policy::{AllCores, McsInstead, SimPolicy};
 use crate::workload::Workload;
+use corral_policy::ssc::SscParams;
 use rayon::prelude::*;
 use serde::Serialize;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 /// Policy names `corral sim --policy` accepts.
-pub const POLICY_NAMES: [&str; 4] = ["default", "mcs", "lca", "lca-2013"];
+/// `lca-grow` and `lca-nowarm` are diagnostics: `lca` with growth on load
+/// on, and with the vote warm-up off.
+pub const POLICY_NAMES: [&str; 6] = [
+    "default",
+    "mcs",
+    "lca",
+    "lca-2013",
+    "lca-grow",
+    "lca-nowarm",
+];
 
 /// A fresh policy called `name`.
 pub fn make_policy(name: &str, cores: u32) -> Result<Box<dyn SimPolicy>, String> {
@@ -19,6 +30,14 @@ pub fn make_policy(name: &str, cores: u32) -> Result<Box<dyn SimPolicy>, String>
         "default" => Box::new(AllCores::default()),
         "mcs" => Box::new(McsInstead::default()),
         "lca" => Box::new(crate::lca::Lca::improved(cores)),
+        "lca-nowarm" => Box::new(crate::lca::Lca::with_params(SscParams {
+            grow_runnable_per_core: 0.0,
+            vote_warmup: 0,
+            ..SscParams::default()
+        })),
+        "faithful" => Box::new(crate::faithful::Faithful::default()),
+        "ca" => Box::new(crate::ca::ContentionAware::default()),
+        "lca-grow" => Box::new(crate::lca::Lca::with_params(SscParams::default())),
         "lca-2013" => Box::new(crate::lca::Lca::paper_2013(cores)),
         _ => {
             return Err(format!(
@@ -37,14 +56,17 @@ pub struct SweepSpec {
     pub cores: Vec<u32>,
     pub seconds: f64,
     pub seed: u64,
+    /// Lock costs every point uses.
+    pub costs: LockCosts,
 }
 
 /// All points and the simulator's speed.
 #[derive(Clone, Debug, Serialize)]
 pub struct SweepReport {
     pub points: Vec<SimResult>,
-    /// Events per second of one host core (total events over total
-    /// single-threaded run time of the points).
+    /// Events per second of one host core: total events over the total CPU
+    /// time of the threads that ran the points (so that other load on the
+    /// host does not count against the simulator).
     pub events_per_second: f64,
     /// Wall-clock seconds of the whole sweep.
     pub wall_seconds: f64,
@@ -74,16 +96,19 @@ pub fn run_sweep(
     order.sort_by_key(|&i| std::cmp::Reverse(jobs[i].2));
     let done = AtomicUsize::new(0);
     let start = Instant::now();
-    let mut results: Vec<(usize, Result<(SimResult, f64), String>)> = order
+    // (job index, the point and the CPU seconds it took)
+    type Outcome = (usize, Result<(SimResult, f64), String>);
+    let mut results: Vec<Outcome> = order
         .par_iter()
         .map(|&i| {
             let (w, p, n) = jobs[i];
-            let t0 = Instant::now();
-            let cfg = SimConfig::new(n, spec.seconds, spec.seed);
+            let t0 = thread_cpu_seconds();
+            let mut cfg = SimConfig::new(n, spec.seconds, spec.seed);
+            cfg.costs = spec.costs.clone();
             let out = make_policy(&spec.policies[p], n).and_then(|mut policy| {
                 let mut r = simulate(&cfg, &spec.workloads[w], policy.as_mut())?;
                 r.policy = spec.policies[p].clone();
-                Ok((r, t0.elapsed().as_secs_f64()))
+                Ok((r, thread_cpu_seconds() - t0))
             });
             // Relaxed: a progress count, nothing is published through it.
             let d = done.fetch_add(1, Ordering::Relaxed) + 1;
@@ -105,6 +130,21 @@ pub fn run_sweep(
         events_per_second: events as f64 / busy.max(1e-9),
         wall_seconds: start.elapsed().as_secs_f64(),
     })
+}
+
+/// CPU time consumed by the calling thread, in seconds.
+fn thread_cpu_seconds() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; the clock id is a constant
+    // every Linux kernel supports.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return 0.0;
+    }
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
 /// The report as CSV, one line per point.

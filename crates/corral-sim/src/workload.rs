@@ -159,7 +159,9 @@ impl Workload {
             let lock = match &s.lock {
                 None => {
                     if s.work <= 0.0 {
-                        return Err(format!("{field}[{i}].work: a step without a lock needs work > 0"));
+                        return Err(format!(
+                            "{field}[{i}].work: a step without a lock needs work > 0"
+                        ));
                     }
                     NO_LOCK
                 }
@@ -222,8 +224,14 @@ mod tests {
     fn errors_name_the_field() {
         let cases = [
             (GOOD.replace("\"cs\":100", "\"cs\":0"), "operation[0].cs"),
-            (GOOD.replace("\"lock\":\"l\"", "\"lock\":\"m\""), "operation[0].lock"),
-            (GOOD.replace("\"algo\":\"ticket\"", "\"algo\":\"spin\""), "unknown variant"),
+            (
+                GOOD.replace("\"lock\":\"l\"", "\"lock\":\"m\""),
+                "operation[0].lock",
+            ),
+            (
+                GOOD.replace("\"algo\":\"ticket\"", "\"algo\":\"spin\""),
+                "unknown variant",
+            ),
             (GOOD.replace("\"work\"", "\"wrok\""), "wrok"),
             (GOOD.replace("\"name\":\"mine\",", ""), "name"),
         ];
