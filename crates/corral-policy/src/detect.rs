@@ -63,17 +63,32 @@ pub fn is_quiet(params: &DetectParams, lock_wait: Nanos, slice_len: Nanos) -> bo
     (lock_wait as f64) < params.release_share * slice_len as f64
 }
 
-/// Per-thread memory of consecutive quiet slices (paper 2's migrate-back).
+/// Per-thread memory of consecutive quiet slices (paper 2's migrate-back),
+/// with corral's exponential backoff of repeated releases.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct QuietStreak {
-    /// Consecutive quiet slices so far.
+    /// Consecutive quiet slices so far (on the SSC), or consecutive
+    /// non-qualifying slices (on the general cores, for the backoff decay).
     pub slices: u32,
+    /// Backoff level: a release needs `release_after_slices << backoff`
+    /// quiet slices. 0 (the default) is paper 2's rule.
+    pub backoff: u32,
 }
 
 impl QuietStreak {
+    /// Quiet slices the next release needs.
+    #[inline]
+    pub fn needed(&self, params: &DetectParams) -> u32 {
+        params
+            .release_after_slices
+            .checked_shl(self.backoff)
+            .unwrap_or(u32::MAX)
+    }
+
     /// Records whether one slice of a lock-intensive thread was quiet; true
-    /// once `release_after_slices` consecutive slices were (the caller then
-    /// sends the thread back and resets the streak). 0 slices never releases.
+    /// once [`Self::needed`] consecutive slices were (the caller then sends
+    /// the thread back and calls [`Self::released`]). 0 slices never
+    /// releases.
     #[inline]
     pub fn observe(&mut self, params: &DetectParams, quiet: bool) -> bool {
         self.slices = if quiet {
@@ -81,10 +96,33 @@ impl QuietStreak {
         } else {
             0
         };
-        params.release_after_slices > 0 && self.slices >= params.release_after_slices
+        params.release_after_slices > 0 && self.slices >= self.needed(params)
     }
 
-    /// Forgets the streak (after a migration either way).
+    /// The thread was sent back: the next release waits twice as long (up to
+    /// `2^max_backoff` times), until a long general stay forgives it.
+    #[cold]
+    pub fn released(&mut self, max_backoff: u32) {
+        self.slices = 0;
+        self.backoff = (self.backoff + 1).min(max_backoff);
+    }
+
+    /// One slice of a general thread that did not qualify: after as many as
+    /// a release needs, the backoff drops a level (it stayed away long
+    /// enough for the lock to have really cooled).
+    #[inline]
+    pub fn observe_general(&mut self, params: &DetectParams) {
+        if self.backoff == 0 {
+            return;
+        }
+        self.slices = self.slices.saturating_add(1);
+        if self.slices >= self.needed(params) {
+            self.backoff -= 1;
+            self.slices = 0;
+        }
+    }
+
+    /// Forgets the streak (after a migration either way); keeps the backoff.
     #[inline]
     pub fn reset(&mut self) {
         self.slices = 0;

@@ -1,7 +1,16 @@
 //! corral on real Linux: the shared stats ABI, the sysfs topology and thread
-//! affinity; the thread registry, slices and monitor land with the runtime
-//! issue.
+//! affinity, the thread registry and lock waiting used by the preload
+//! library, the monitor that drives the SSC policy, and the stats file and
+//! decision log that `corral run` reads.
 
 pub mod abi;
 pub mod affinity;
+pub mod config;
+pub mod cpuset;
+pub mod events;
+pub mod kernel;
+pub mod monitor;
+pub mod registry;
+pub mod stats;
 pub mod topology;
+pub mod waiting;

@@ -21,6 +21,12 @@ pub struct Lca {
     threads: Vec<ThreadPolicyState>,
     cores: u32,
     loads: Vec<u32>,
+    /// Last core each task ran on (placing a freshly forked task).
+    core_of: Vec<u32>,
+    /// Acquisitions by lock-intensive tasks not yet reported: the engine's
+    /// acquisition hook carries no time, so they are flushed at the next
+    /// timed event (at most one event late).
+    pending_progress: u64,
     /// Decisions that moved the bound, in order.
     pub decisions: Vec<Decision>,
 }
@@ -50,6 +56,8 @@ impl Lca {
             threads: Vec::new(),
             cores: 0,
             loads: Vec::new(),
+            core_of: Vec::new(),
+            pending_progress: 0,
             decisions: Vec::new(),
         }
     }
@@ -81,6 +89,15 @@ impl Lca {
     fn ctrl(&self) -> &SscController {
         self.ctrl.as_ref().expect("start() runs before any event")
     }
+
+    /// Reports the acquisitions counted since the last timed event.
+    #[inline]
+    fn flush_progress(&mut self, now_ns: u64) {
+        if self.pending_progress > 0 {
+            self.ctrl().observe_progress(self.pending_progress, now_ns);
+            self.pending_progress = 0;
+        }
+    }
 }
 
 impl SimPolicy for Lca {
@@ -97,9 +114,13 @@ impl SimPolicy for Lca {
             .collect();
         self.ctrl = Some(ctrl);
         self.cores = machine.cores;
+        self.core_of = vec![0; tasks as usize];
+        self.pending_progress = 0;
     }
 
     fn on_slice(&mut self, now_ns: u64, task: u32, core: u32, run_ns: u64, wait_ns: u64) {
+        self.flush_progress(now_ns);
+        self.core_of[task as usize] = core;
         let ctrl = self.ctrl.as_ref().expect("started");
         let obs = SliceObs {
             core,
@@ -126,6 +147,8 @@ impl SimPolicy for Lca {
         core: u32,
         loads: &dyn CoreLoads,
     ) -> Option<u32> {
+        self.flush_progress(now_ns);
+        self.core_of[task as usize] = core;
         let ctrl = self.ctrl.as_ref().expect("started");
         let thread = &mut self.threads[task as usize];
         // The controller's own fast path, checked before building the loads.
@@ -138,13 +161,39 @@ impl SimPolicy for Lca {
         ctrl.on_lock_attempt(thread, core, &self.loads, now_ns)
     }
 
+    /// Useful work for the search (paper 1, footnote 1: K(n)/K(1)): every
+    /// simulated task runs the same operation, so acquisitions by the
+    /// lock-intensive tasks are proportional to their useful work.
+    #[inline]
+    fn on_lock_acquired(&mut self, task: u32, _lock: u32) {
+        if self.threads[task as usize].is_mig == MigState::HaveMigrated {
+            self.pending_progress += 1;
+        }
+    }
+
+    /// A forked task of a program remembered as lock intensive starts on the
+    /// SSC (fork places it on the least-loaded allowed core), so it neither
+    /// detours through the general cores nor dips the lock-intensive count.
+    /// Its slot's slice goes on: the slice began under the predecessor,
+    /// on the same core, in the same program.
     fn on_spawn(&mut self, now_ns: u64, task: u32) {
+        self.flush_progress(now_ns);
         let ctrl = self.ctrl.as_ref().expect("started");
-        ctrl.unregister_thread(&self.threads[task as usize]);
-        self.threads[task as usize] = ctrl.register_thread(PROGRAM_KEY, now_ns);
+        let old = self.threads[task as usize];
+        ctrl.unregister_thread(&old);
+        let mut new = ctrl.register_thread(PROGRAM_KEY, now_ns);
+        new.slice_begin = old.slice_begin;
+        new.record_bound = old.record_bound;
+        if new.is_mig == MigState::QualifyToMigrate {
+            // No loads: the engine's fork picks the least-loaded SSC core
+            // through `allowed`; this only counts and marks the task.
+            let _ = ctrl.on_lock_attempt(&mut new, self.core_of[task as usize], &[], now_ns);
+        }
+        self.threads[task as usize] = new;
     }
 
     fn on_tick(&mut self, now_ns: u64, loads: &dyn CoreLoads) {
+        self.flush_progress(now_ns);
         let ctrl = self.ctrl.as_ref().expect("started");
         let mut d = ctrl.tick(now_ns);
         if self.params.grow_runnable_per_core > 0.0 {

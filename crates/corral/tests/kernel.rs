@@ -159,7 +159,21 @@ fn attach_to_a_missing_process_is_one_line() {
 
 #[test]
 fn refusal_not_root() {
-    let mut cmd = corral();
+    let mut cmd = if is_root() {
+        use std::os::unix::fs::PermissionsExt;
+        use std::os::unix::process::CommandExt;
+        // A copy nobody can reach, wherever the checkout lives.
+        let dir = scratch("nobody");
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let exe = dir.join("corral");
+        std::fs::copy(env!("CARGO_BIN_EXE_corral"), &exe).unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut cmd = Command::new(exe);
+        cmd.uid(65534).gid(65534).current_dir("/"); // nobody
+        cmd
+    } else {
+        corral()
+    };
     cmd.args([
         "attach",
         "--pid",
@@ -167,10 +181,6 @@ fn refusal_not_root() {
         "--duration-ms",
         "1",
     ]);
-    if is_root() {
-        use std::os::unix::process::CommandExt;
-        cmd.uid(65534).gid(65534); // nobody
-    }
     let line = one_line_error(&run(&mut cmd));
     assert!(
         line.contains("not root") && line.contains("user-space locks still work"),

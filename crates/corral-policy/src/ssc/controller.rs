@@ -24,12 +24,16 @@ impl SscController {
             remig_next: AtomicU64::new(now.saturating_add(params.research_interval)),
             voted_slice: AtomicU64::new(0),
             settled_at: AtomicU64::new(now),
+            progress: AtomicU64::new(0),
+            progress_since: AtomicU64::new(now.saturating_add(params.vote_warmup)),
+            progress_reported: AtomicBool::new(false),
             load_floor: AtomicU32::new(1),
             last_p: AtomicU64::new(0f64.to_bits()),
             memory: ClassMemory::new(params.class_memory_slots),
             voting: Mutex::new(Voting {
                 locking: 0,
                 slice: 0,
+                votes: 0,
                 search: SearchState::new(),
             }),
         }
@@ -81,13 +85,15 @@ impl SscController {
         thread: &mut ThreadPolicyState,
         current: CoreId,
         loads: &[u32],
-        now: Nanos,
+        _now: Nanos,
     ) -> Option<CoreId> {
         let bound = self.bound();
         match thread.is_mig {
             MigState::General => None,
             MigState::HaveMigrated if thread.placed_bound == bound => None,
-            _ => self.place(thread, bound, current, loads, now),
+            // `now` is unused since the warm-up became per thread; kept for
+            // drivers already passing it.
+            _ => self.place(thread, bound, current, loads),
         }
     }
 
@@ -98,7 +104,6 @@ impl SscController {
         bound: u32,
         current: CoreId,
         loads: &[u32],
-        now: Nanos,
     ) -> Option<CoreId> {
         if thread.is_mig == MigState::QualifyToMigrate {
             self.lock_intensive.fetch_add(1, HINT);
@@ -116,7 +121,11 @@ impl SscController {
         if self.is_ssc_core(current) && load_of(current) <= load_of(target) {
             return None;
         }
-        self.settled_at.fetch_max(now, HINT);
+        if self.params.vote_warmup > 0 {
+            // Per-thread warm-up: the slice under way began off the SSC (or
+            // on another SSC core), so it is no vote; the next one is.
+            thread.record_bound = 0;
+        }
         Some(target)
     }
 
@@ -137,7 +146,9 @@ impl SscController {
         };
         match thread.is_mig {
             MigState::General => {
-                if qualifies(&self.params.detect, obs.lock_wait, obs.slice_len) {
+                if !qualifies(&self.params.detect, obs.lock_wait, obs.slice_len) {
+                    thread.quiet.observe_general(&self.params.detect);
+                } else {
                     thread.is_mig = MigState::QualifyToMigrate;
                     thread.placed_bound = self.bound();
                     thread.quiet.reset();
@@ -154,8 +165,7 @@ impl SscController {
                 {
                     if let Some(mut voting) = try_voting(&self.voting) {
                         // Re-checked under the lock: another thread may have decided.
-                        if voting.slice > u64::from(self.bound()) * self.params.vote_slice_per_core
-                        {
+                        if self.votes_suffice(&voting) {
                             out.decision = Some(self.determine(&mut voting, now));
                         }
                     }
@@ -176,9 +186,40 @@ impl SscController {
         out
     }
 
+    /// Alg. 3 line 20 (voted time above `bound x vote_slice_per_core`), plus
+    /// corral's vote count (see [`SscParams::votes_per_ssc_core`]).
+    #[inline]
+    fn votes_suffice(&self, voting: &Voting) -> bool {
+        let bound = self.bound();
+        let needed = bound
+            .saturating_mul(self.params.votes_per_ssc_core)
+            .min(self.lock_intensive())
+            .max(u32::from(self.params.votes_per_ssc_core > 0));
+        voting.slice > u64::from(bound) * self.params.vote_slice_per_core && voting.votes >= needed
+    }
+
+    /// Progress report from the driver: `count` units of useful work (lock
+    /// acquisitions by lock-intensive threads) completed by `now`. Optional;
+    /// once reported, the search compares progress rates instead of
+    /// n(1 - p) (see [`SscParams::use_progress`]). Progress during the
+    /// warm-up after a bound change is not counted. Lock free.
+    #[inline]
+    pub fn observe_progress(&self, count: u64, now: Nanos) {
+        if !self.params.use_progress || count == 0 {
+            return;
+        }
+        if !self.progress_reported.load(HINT) {
+            self.progress_reported.store(true, HINT);
+        }
+        if now >= self.progress_since.load(HINT) {
+            self.progress.fetch_add(count, HINT);
+        }
+    }
+
     /// Alg. 3 lines 11-19: counts the slice if it ran on an SSC core and
     /// began under the current bound (and, with warm-up, long enough after
-    /// the last change).
+    /// the last change, and not before its thread moved in: `place` zeroes
+    /// `record_bound` then).
     #[inline]
     fn vote(&self, thread: &ThreadPolicyState, obs: SliceObs) -> bool {
         let bound = self.bound();
@@ -201,6 +242,7 @@ impl SscController {
             .locking
             .saturating_add(obs.lock_wait.min(obs.slice_len));
         voting.slice = voting.slice.saturating_add(obs.slice_len);
+        voting.votes = voting.votes.saturating_add(1);
         self.voted_slice.store(voting.slice, HINT);
         true
     }
@@ -230,7 +272,7 @@ impl SscController {
             self.uncount();
         }
         thread.is_mig = MigState::General;
-        thread.quiet.reset();
+        thread.quiet.released(self.params.release_backoff_max);
         self.memory.forget(thread.program_key);
     }
 

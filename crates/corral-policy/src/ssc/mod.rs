@@ -36,7 +36,7 @@ use crate::detect::{is_quiet, qualifies, QuietStreak};
 use crate::{CoreId, Nanos};
 use search::Round;
 use serde::Serialize;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 
 mod controller;
@@ -60,7 +60,8 @@ pub struct ThreadPolicyState {
     pub is_mig: MigState,
     /// The bound when the thread was last placed (`curr->special_core_bound`).
     pub placed_bound: u32,
-    /// The bound when its current slice began (`curr->record_bound`).
+    /// The bound when its current slice began (`curr->record_bound`); 0 when
+    /// the thread moved into the SSC during the slice (per-thread warm-up).
     pub record_bound: u32,
     /// When its current slice began.
     pub slice_begin: Nanos,
@@ -112,6 +113,8 @@ struct Voting {
     locking: Nanos,
     /// `voting_slice`: summed slice length of the votes.
     slice: Nanos,
+    /// Number of votes (halved with the totals).
+    votes: u32,
     search: SearchState,
 }
 
@@ -133,8 +136,15 @@ pub struct SscController {
     /// Mirror of `voting.slice`, read without the lock (Alg. 3 line 20 reads
     /// it unlocked too).
     voted_slice: AtomicU64,
-    /// Latest bound change or migration into the SSC (vote warm-up).
+    /// Latest bound change (vote warm-up).
     settled_at: AtomicU64,
+    /// Progress reported since `progress_since` (see `observe_progress`).
+    progress: AtomicU64,
+    /// Start of the progress window: the end of the warm-up after the last
+    /// bound change, moved forward as the window is halved.
+    progress_since: AtomicU64,
+    /// Whether the driver reports progress at all.
+    progress_reported: AtomicBool,
     /// Cores needed to keep SSC run queues short (growth on load); 1 if off.
     load_floor: AtomicU32,
     /// p of the last determination, as f64 bits (migrate-back compares with it).
@@ -227,7 +237,15 @@ impl SscController {
         let bound = self.bound();
         let lock_intensive = self.lock_intensive();
         let p = voting.locking as f64 / voting.slice.max(1) as f64;
+        let since = self.progress_since.load(HINT);
+        let elapsed = now.saturating_sub(since);
+        let progress = self.progress.load(HINT);
+        let measured = (self.params.use_progress
+            && self.progress_reported.load(HINT)
+            && elapsed > 0)
+            .then(|| progress as f64 * 1e6 / elapsed as f64);
         let round = Round {
+            measured,
             bound,
             lock_intensive,
             max_bound: self.max_bound(),
@@ -255,7 +273,11 @@ impl SscController {
             // Alg. 4 line 50: SHRINK_VOTING(1, 2) lets older votes fade.
             voting.locking /= 2;
             voting.slice /= 2;
+            voting.votes /= 2;
             self.voted_slice.store(voting.slice, HINT);
+            // The progress window fades alike: half the count over half the time.
+            self.progress.fetch_sub(progress / 2, HINT);
+            self.progress_since.store(now - elapsed / 2, HINT);
         }
         if let Phase::Refine(refine) = voting.search.phase {
             decision.climbing = refine.streak;
@@ -269,7 +291,11 @@ impl SscController {
         self.bound.store(new_bound.max(1), HINT);
         voting.locking = 0;
         voting.slice = 0;
+        voting.votes = 0;
         self.voted_slice.store(0, HINT);
+        self.progress.store(0, HINT);
+        self.progress_since
+            .store(now.saturating_add(self.params.vote_warmup), HINT);
         self.remig_next
             .store(now.saturating_add(self.params.research_interval), HINT);
         self.settled_at.fetch_max(now, HINT);

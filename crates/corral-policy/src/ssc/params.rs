@@ -52,10 +52,41 @@ pub struct SscParams {
     /// really cooled. A program cooling as a whole shows as a T jump and
     /// restarts the search instead. 0.5 (no published value).
     pub release_peer_fraction: f64,
-    /// Ignore votes from slices that began less than this after the last
-    /// bound change or migration into the SSC (paper 1, Sec. 4.6: early votes
-    /// skewed single counter to 2 cores). 0 turns the warm-up off.
+    /// Ignore votes (and progress) from slices that began less than this
+    /// after the last bound change (paper 1, Sec. 4.6: early votes skewed
+    /// single counter to 2 cores). Non-zero also turns on the per-thread
+    /// warm-up: a slice during which its thread moved into the SSC never
+    /// votes, so arrivals (short-lived tasks) do not delay everyone's votes.
+    /// 0 turns both off.
     pub vote_warmup: Nanos,
+    /// A round also needs `votes_per_ssc_core x bound` votes (at most one per
+    /// lock-intensive thread), besides Alg. 3 line 20's voted time. Beyond
+    /// about 30 SSC cores one 4 ms slice exceeds `bound x 134.7 us`, so
+    /// without it a round's T rests on a single slice. 1 (one slice per SSC
+    /// core, i.e. about one slice length per round); 0 is the paper's rule.
+    pub votes_per_ssc_core: u32,
+    /// Consecutive settled rounds outside [beta, alpha] (on the same side)
+    /// before a throughput jump restarts the search. Paper 1, Alg. 4 line 45:
+    /// 1. corral: 2, so one noisy round cannot undo a settled search while a
+    /// real behaviour change (which persists) still restarts it one round
+    /// later.
+    pub jump_confirmations: u32,
+    /// Compare measured progress (see `SscController::observe_progress`:
+    /// lock acquisitions of lock-intensive threads per unit time) instead of
+    /// T(n) = n(1 - p(n)) once the driver reports any. Paper 1, footnote 1:
+    /// T is meant as K(n)/K(1), measured over one-core throughput; n(1 - p)
+    /// approximates it but counts critical sections lengthened by cache
+    /// misses as useful work. Acquisitions per time are proportional to
+    /// useful work only in homogeneous programs (paper 1's target, Sec.
+    /// 3.6.2); a driver that cannot say so reports nothing and keeps n(1 - p).
+    pub use_progress: bool,
+    /// Exponential backoff of migrate-back: each release of a thread that
+    /// requalifies before staying general for its release streak doubles the
+    /// quiet slices its next release needs, up to `2^release_backoff_max`
+    /// times `detect.release_after_slices`. Threads sharing few SSC cores
+    /// wait less because they no longer run at once, not because the lock
+    /// cooled; the backoff stops their churn. 0 turns it off.
+    pub release_backoff_max: u32,
     /// After the doubling stops, refine by a pattern search with halving
     /// steps between n/2 and 2n (paper 1, Sec. 4.6: 8 cores instead of 10).
     pub refine: bool,
@@ -69,11 +100,17 @@ pub struct SscParams {
 
 impl SscParams {
     /// Paper 1's algorithm exactly: no migrate-back, no warm-up, no
-    /// refinement, no growth on load, no classification memory.
+    /// refinement, no growth on load, no classification memory, a round as
+    /// soon as the voted time suffices, a restart on one jumping round, and
+    /// T = n(1 - p) only.
     pub fn paper_2013() -> Self {
         SscParams {
             migrate_back: false,
             vote_warmup: 0,
+            votes_per_ssc_core: 0,
+            jump_confirmations: 1,
+            use_progress: false,
+            release_backoff_max: 0,
             refine: false,
             grow_runnable_per_core: 0.0,
             class_memory_slots: 0,
@@ -98,6 +135,11 @@ impl Default for SscParams {
             // About one CFS slice: long enough for freshly moved threads to
             // drain the old contention, short against a search round.
             vote_warmup: 10_000_000,
+            votes_per_ssc_core: 1,
+            jump_confirmations: 2,
+            use_progress: true,
+            // Up to 16 x 3 quiet slices: long against a search round.
+            release_backoff_max: 4,
             refine: true,
             // Two runnable threads per SSC core: each gets at most half a core.
             grow_runnable_per_core: 2.0,
@@ -142,8 +184,9 @@ pub struct Decision {
     pub bound_before: u32,
     /// SSC size after.
     pub bound_after: u32,
-    /// Normalised throughput T = (1 - p) x work cores of the round (0 when no
-    /// round was evaluated).
+    /// Normalised throughput T = (1 - p) x work cores of the round, or, when
+    /// the driver reports progress (`SscParams::use_progress`), measured
+    /// progress per millisecond; 0 when no round was evaluated.
     pub throughput: f64,
     /// Lock-wait share p = voting_locking / voting_slice of the round.
     pub p: f64,

@@ -43,6 +43,9 @@ pub struct Refine {
 /// Inputs of one determination.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Round {
+    /// Measured progress rate of the round, if the driver reports it: it
+    /// replaces T = n(1 - p) (see `SscParams::use_progress`).
+    pub measured: Option<f64>,
     pub bound: u32,
     pub lock_intensive: u32,
     /// Largest allowed bound (cores in the order, or the configured cap).
@@ -76,6 +79,8 @@ pub struct SearchState {
     pub thro_last_step: f64,
     /// Work cores recorded at the last move.
     pub work_cores_last_step: u32,
+    /// Consecutive settled rounds above alpha (> 0) or below beta (< 0).
+    pub jump_streak: i32,
 }
 
 impl SearchState {
@@ -86,13 +91,17 @@ impl SearchState {
             phase: Phase::Climb,
             thro_last_step: 0.0,
             work_cores_last_step: 0,
+            jump_streak: 0,
         }
     }
 
-    /// One determination (Alg. 4). Lines 2-4: T = useful_perc x work_cores.
+    /// One determination (Alg. 4). Lines 2-4: T = useful_perc x work_cores,
+    /// or the measured rate where there is one.
     pub(crate) fn determine(&mut self, params: &SscParams, round: Round) -> Step {
         let work_cores = round.lock_intensive.min(round.bound).max(1);
-        let thro = round.useful_perc * f64::from(work_cores);
+        let thro = round
+            .measured
+            .unwrap_or(round.useful_perc * f64::from(work_cores));
         match self.phase {
             Phase::Climb => self.climb(params, round, work_cores, thro),
             Phase::Refine(refine) => self.refine_round(params, round, refine, thro),
@@ -263,13 +272,25 @@ impl SearchState {
     }
 
     /// Alg. 4 lines 44-47: a change of work cores, or T outside
-    /// [beta, alpha] x the recorded T, restarts the search.
+    /// [beta, alpha] x the recorded T on `jump_confirmations` consecutive
+    /// rounds (the same side), restarts the search.
     fn adapt(&mut self, params: &SscParams, work_cores: u32, thro: f64) -> Step {
+        let side = if thro > params.alpha * self.thro_last_step {
+            1
+        } else if thro < params.beta * self.thro_last_step {
+            -1
+        } else {
+            0
+        };
+        self.jump_streak = match side {
+            0 => 0,
+            _ if self.jump_streak.signum() == side => self.jump_streak + side,
+            _ => side,
+        };
+        let jumped = self.jump_streak.unsigned_abs() >= params.jump_confirmations.max(1);
         let kind = if work_cores != self.work_cores_last_step {
             DecisionKind::RestartWorkCores
-        } else if thro > params.alpha * self.thro_last_step
-            || thro < params.beta * self.thro_last_step
-        {
+        } else if jumped {
             DecisionKind::RestartThroughputJump
         } else {
             return Step {

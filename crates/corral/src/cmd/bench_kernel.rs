@@ -17,7 +17,8 @@ use crate::CliError;
 use fixture::{Fixture, FixtureShape};
 use workloads::Worker;
 
-/// The benchmarks.
+/// The benchmarks: paper 1's (Sec. 4.1) and paper 3's (Sec. 3) kernel-lock
+/// workloads, sized for a small machine (see the flags for the papers' sizes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Bench {
@@ -203,7 +204,7 @@ fn run_threads(
         barrier.wait();
         if limit.ops.is_none() {
             std::thread::sleep(limit.duration);
-            stop.store(true, Ordering::Relaxed);
+            stop.store(true, Ordering::Relaxed); // see the workers' load
         }
         handles
             .into_iter()

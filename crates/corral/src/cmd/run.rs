@@ -44,9 +44,9 @@ pub struct RunArgs {
     /// Keep lock-intensive threads on the SSC even when they cool down.
     #[arg(long)]
     pub no_migrate_back: bool,
-    /// Spin probes before a confined waiter yields.
+    /// Spin probes before a waiter under the SSC policy yields.
     #[arg(long, value_name = "N")]
-    pub confined_spin: Option<u32>,
+    pub spin_before_yield: Option<u32>,
     /// Write the report (threads, SSC over time, decisions) as JSON here.
     #[arg(long, value_name = "FILE.json")]
     pub report: Option<PathBuf>,
@@ -106,8 +106,8 @@ impl RunArgs {
             self.no_migrate_back.then(|| "0".to_string()),
         );
         set(
-            config::ENV_CONFINED_SPIN,
-            self.confined_spin.map(|v| v.to_string()),
+            config::ENV_SPIN_BEFORE_YIELD,
+            self.spin_before_yield.map(|v| v.to_string()),
         );
         RuntimeConfig::from_lookup(|k| {
             env.iter()

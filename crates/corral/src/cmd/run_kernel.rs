@@ -174,17 +174,13 @@ pub fn print_report(r: &KernelReport) {
         r.threshold * 100.0
     );
     println!(
-        "SSC decisions: {} (final bound {}, SSC {:?})",
+        "SSC decisions: {} and {} holds (final bound {}, SSC {:?})",
         r.decisions.len(),
+        r.holds,
         r.final_bound,
         r.final_ssc
     );
-    for d in r
-        .decisions
-        .iter()
-        .filter(|d| d.bound_before != d.bound_after)
-        .take(20)
-    {
+    for d in r.decisions.iter().take(20) {
         println!(
             "  {:?}: bound {} -> {} (T = {:.3}, p = {:.3})",
             d.kind, d.bound_before, d.bound_after, d.throughput, d.p

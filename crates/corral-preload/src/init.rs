@@ -1,0 +1,159 @@
+//! Start and end of the library in a process: glibc's own mutex functions
+//! (for the mutexes corral leaves to glibc), the constructor that starts
+//! the monitor, the fork handler and the exit flush.
+
+use core::ffi::c_int;
+use core::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+
+use corral_runtime::config::{RuntimeConfig, ENV_EVENTS, ENV_PARENT_PID};
+use corral_runtime::{monitor, registry};
+
+type MutexFn = unsafe extern "C" fn(*mut libc::pthread_mutex_t) -> c_int;
+type InitFn =
+    unsafe extern "C" fn(*mut libc::pthread_mutex_t, *const libc::pthread_mutexattr_t) -> c_int;
+type TimedFn = unsafe extern "C" fn(*mut libc::pthread_mutex_t, *const libc::timespec) -> c_int;
+type ClockFn = unsafe extern "C" fn(
+    *mut libc::pthread_mutex_t,
+    libc::clockid_t,
+    *const libc::timespec,
+) -> c_int;
+
+/// glibc's mutex entry points, found past this library with `RTLD_NEXT`.
+pub struct Real {
+    pub mutex_init: InitFn,
+    pub mutex_destroy: MutexFn,
+    pub mutex_lock: MutexFn,
+    pub mutex_trylock: MutexFn,
+    pub mutex_unlock: MutexFn,
+    pub mutex_timedlock: TimedFn,
+    pub mutex_clocklock: ClockFn,
+}
+
+static REAL: OnceLock<Real> = OnceLock::new();
+
+/// glibc's functions; resolved in the constructor, so later calls never
+/// enter the dynamic linker (which may allocate).
+pub fn real() -> &'static Real {
+    REAL.get_or_init(resolve)
+}
+
+fn resolve() -> Real {
+    fn sym(name: &core::ffi::CStr) -> *mut libc::c_void {
+        // SAFETY: a NUL-terminated name; RTLD_NEXT searches past this library.
+        let p = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) };
+        if p.is_null() {
+            let msg = b"corral: cannot find glibc's pthread mutex functions\n";
+            // SAFETY: writes a static buffer to stderr, then aborts.
+            unsafe {
+                libc::write(2, msg.as_ptr().cast(), msg.len());
+                libc::abort();
+            }
+        }
+        p
+    }
+    // SAFETY: each symbol is glibc's function of exactly this signature.
+    unsafe {
+        Real {
+            mutex_init: core::mem::transmute::<*mut libc::c_void, InitFn>(sym(
+                c"pthread_mutex_init",
+            )),
+            mutex_destroy: core::mem::transmute::<*mut libc::c_void, MutexFn>(sym(
+                c"pthread_mutex_destroy",
+            )),
+            mutex_lock: core::mem::transmute::<*mut libc::c_void, MutexFn>(sym(
+                c"pthread_mutex_lock",
+            )),
+            mutex_trylock: core::mem::transmute::<*mut libc::c_void, MutexFn>(sym(
+                c"pthread_mutex_trylock",
+            )),
+            mutex_unlock: core::mem::transmute::<*mut libc::c_void, MutexFn>(sym(
+                c"pthread_mutex_unlock",
+            )),
+            mutex_timedlock: core::mem::transmute::<*mut libc::c_void, TimedFn>(sym(
+                c"pthread_mutex_timedlock",
+            )),
+            mutex_clocklock: core::mem::transmute::<*mut libc::c_void, ClockFn>(sym(
+                c"pthread_mutex_clocklock",
+            )),
+        }
+    }
+}
+
+/// Set in a forked child: its monitor does not exist.
+static FORKED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn after_fork_in_child() {
+    FORKED.store(true, Ordering::Relaxed); // Relaxed: single-threaded here.
+    registry::reset_after_fork();
+}
+
+/// One line on stderr: corral keeps running the program without a policy.
+fn degrade(why: &str) {
+    eprintln!("corral: {why}; the program runs on corral's locks without the policy");
+}
+
+extern "C" fn on_load() {
+    let _ = real();
+    // SAFETY: registering a plain function pointer; no other arguments.
+    unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
+    let cfg = match RuntimeConfig::from_env() {
+        Ok(cfg) => cfg,
+        Err(e) => return degrade(&e),
+    };
+    let root = is_root_process();
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() };
+    let stats = root.then(|| corral_runtime::abi::stats_path(pid));
+    let events = if root {
+        std::env::var_os(ENV_EVENTS).map(Into::into)
+    } else {
+        None
+    };
+    // The monitor must not take the program's signals.
+    let started = with_signals_blocked(|| monitor::start(cfg, stats, events));
+    if let Err(e) = started {
+        degrade(&e.0);
+    }
+}
+
+/// The process `corral run` started (not a grandchild that inherited the
+/// environment): it alone writes the stats file and the decision log.
+fn is_root_process() -> bool {
+    let Some(parent) = std::env::var(ENV_PARENT_PID)
+        .ok()
+        .and_then(|v| v.parse::<i32>().ok())
+    else {
+        return false;
+    };
+    // SAFETY: getppid has no preconditions.
+    parent == unsafe { libc::getppid() }
+}
+
+fn with_signals_blocked<T>(f: impl FnOnce() -> T) -> T {
+    // SAFETY: plain sigset_t values, filled by sigfillset; pthread_sigmask
+    // swaps this thread's mask and the old one is restored below.
+    unsafe {
+        let mut all: libc::sigset_t = core::mem::zeroed();
+        let mut old: libc::sigset_t = core::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        let out = f();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, core::ptr::null_mut());
+        out
+    }
+}
+
+extern "C" fn on_unload() {
+    if !FORKED.load(Ordering::Relaxed) {
+        monitor::final_flush();
+    }
+}
+
+#[used]
+#[link_section = ".init_array"]
+static ON_LOAD: extern "C" fn() = on_load;
+
+#[used]
+#[link_section = ".fini_array"]
+static ON_UNLOAD: extern "C" fn() = on_unload;

@@ -1,0 +1,45 @@
+//! Kernel locks seen through BPF: paper 1's measurements (Algorithm 1's
+//! per-task lock-waiting time, Algorithm 3's slice length) taken in the
+//! kernel from the `lock:contention_begin`/`contention_end` and
+//! `sched_switch` tracepoints, for unmodified programs on an unmodified
+//! kernel, and the monitor that drives the SSC controller from them by CPU
+//! affinity.
+//!
+//! - [`KernelLockSource`] loads the committed BPF object, tracks processes
+//!   (and their children) and yields one [`SliceRecord`] per time slice plus
+//!   per-lock hotness ([`LockStat`]).
+//! - [`preflight`] and [`Refusal`]: not root, no BTF, tracepoints missing or
+//!   BPF refused, each as one line saying what still works.
+//! - [`KernelMonitor`] turns slices into SSC decisions and affinity, read
+//!   back with `sched_getaffinity`; [`KernelSession`] runs it on a thread.
+
+mod kinds;
+mod monitor;
+mod record;
+mod refusal;
+mod report;
+mod session;
+mod source;
+
+pub use kinds::LockKinds;
+pub use monitor::{KernelMonitor, MonitorConfig, ReportInputs};
+pub use record::{LockStat, SliceRecord, SLICE_RECORD_BYTES};
+pub use refusal::{has_bpf_capabilities, preflight, ProbeEnv, Refusal, REQUIRED_TRACEPOINTS};
+pub use report::{symbol_of, AffinityAction, HotLock, KernelReport, ThreadReport};
+pub use session::KernelSession;
+pub use source::{KernelLockSource, SourceConfig, BPF_OBJECT, BPF_SOURCE_SHA256};
+
+/// Nanoseconds of `CLOCK_MONOTONIC`, the clock `bpf_ktime_get_ns` reads, so
+/// user-space times compare with the slice records'.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+#[cfg(test)]
+mod live_tests;

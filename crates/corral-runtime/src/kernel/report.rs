@@ -1,0 +1,147 @@
+//! What a kernel-lock session reports: per thread, its slices' lock-wait
+//! shares and classification; the SSC decisions; every affinity change with
+//! the mask read back from the kernel; the hottest locks.
+
+use corral_policy::ssc::{Decision, MigState};
+use serde::Serialize;
+
+/// One thread of a tracked process.
+#[derive(Clone, Debug, Serialize)]
+pub struct ThreadReport {
+    pub tid: u32,
+    pub tgid: u32,
+    /// `/proc/<tid>/comm` when first seen.
+    pub comm: String,
+    /// Kernel slices observed.
+    pub slices: u64,
+    /// Slices as classified: short ones merged up to
+    /// `MonitorConfig::min_slice_ns`. The fields below count these.
+    pub windows: u64,
+    /// Summed slice length, ns.
+    pub slice_ns: u64,
+    /// Summed kernel lock waiting, ns.
+    pub wait_ns: u64,
+    /// Lock waits that ended in its slices.
+    pub waits: u64,
+    /// `wait_ns / slice_ns`.
+    pub wait_share: f64,
+    /// Largest share of any one window.
+    pub max_slice_share: f64,
+    /// Windows whose share exceeded the threshold T.
+    pub intensive_slices: u64,
+    /// Ever classified lock intensive.
+    pub lock_intensive: bool,
+    /// Classification at the end.
+    pub class: MigState,
+    /// The first windows' shares, in order (capped; see `MonitorConfig`).
+    pub slice_shares: Vec<f32>,
+    /// The thread's affinity at the end, read back with sched_getaffinity
+    /// (`None` once it has exited).
+    pub affinity_at_end: Option<Vec<u32>>,
+}
+
+/// One affinity change the monitor made.
+#[derive(Clone, Debug, Serialize)]
+pub struct AffinityAction {
+    /// Since the session began, ns.
+    pub at_ns: u64,
+    pub tid: u32,
+    /// `ssc` (lock intensive) or `general` (the complement).
+    pub to: &'static str,
+    /// The SSC bound it was placed under.
+    pub bound: u32,
+    pub requested: Vec<u32>,
+    /// sched_getaffinity right after (empty if the thread had exited).
+    pub read_back: Vec<u32>,
+}
+
+/// A hot kernel lock (paper 2's hotness), waits by tracked tasks.
+#[derive(Clone, Debug, Serialize)]
+pub struct HotLock {
+    /// Kernel address, hex.
+    pub addr: String,
+    /// The kernel data symbol it lies in, when it is a static lock.
+    pub symbol: Option<String>,
+    /// spinlock, rwlock, mutex, rwsem, ... (from the tracepoint's flags).
+    pub kind: &'static str,
+    /// Summed waiting, sleeping included (unlike the slice shares).
+    pub wait_ns: u64,
+    pub count: u64,
+}
+
+/// The kernel-lock part of a `corral run` / `corral attach` report.
+#[derive(Clone, Debug, Serialize)]
+pub struct KernelReport {
+    /// Lock kinds counted.
+    pub kinds: Vec<&'static str>,
+    pub follow_forks: bool,
+    /// Threshold T of the lock-intensive classification.
+    pub threshold: f64,
+    /// The SSC order (cores in the order they join).
+    pub order: Vec<u32>,
+    /// Whether affinity was applied or only observed.
+    pub applied: bool,
+    pub duration_ns: u64,
+    /// Processes tracked at the end (children included).
+    pub processes: Vec<u32>,
+    pub slices: u64,
+    /// Slices lost to a full ring.
+    pub dropped_slices: u64,
+    /// All threads' waiting over all their slice time.
+    pub wait_share: f64,
+    pub final_bound: u32,
+    pub final_ssc: Vec<u32>,
+    pub threads: Vec<ThreadReport>,
+    /// Every SSC decision but the holds.
+    pub decisions: Vec<Decision>,
+    /// Determinations that moved nothing (`DecisionKind::Hold`).
+    pub holds: u64,
+    pub affinity: Vec<AffinityAction>,
+    pub hot_locks: Vec<HotLock>,
+}
+
+/// The data symbol of the kernel containing `addr`, from a kallsyms text
+/// (data and bss symbols only; a lock within 4 KiB of its symbol).
+pub fn symbol_of(kallsyms: &str, addr: u64) -> Option<String> {
+    const MAX_OBJECT: u64 = 4096;
+    let mut best: Option<(u64, &str)> = None;
+    for line in kallsyms.lines() {
+        let mut parts = line.split_whitespace();
+        let (Some(a), Some(kind), Some(name)) = (parts.next(), parts.next(), parts.next()) else {
+            continue;
+        };
+        if !matches!(kind, "d" | "D" | "b" | "B") {
+            continue;
+        }
+        let Ok(a) = u64::from_str_radix(a, 16) else {
+            continue;
+        };
+        if a <= addr && addr - a < MAX_OBJECT && best.is_none_or(|(b, _)| a > b) {
+            best = Some((a, name));
+        }
+    }
+    best.map(|(a, name)| {
+        if a == addr {
+            name.to_string()
+        } else {
+            format!("{name}+{:#x}", addr - a)
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolves_static_locks_only() {
+        let syms = "ffff0000 T text_fn\nffff1000 D files_lock\nffff1100 b stat_lock\n";
+        assert_eq!(symbol_of(syms, 0xffff1000).as_deref(), Some("files_lock"));
+        assert_eq!(
+            symbol_of(syms, 0xffff1108).as_deref(),
+            Some("stat_lock+0x8")
+        );
+        assert_eq!(symbol_of(syms, 0xffff0004), None);
+        assert_eq!(symbol_of(syms, 0xffff9000), None);
+    }
+}

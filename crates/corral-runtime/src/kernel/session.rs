@@ -1,0 +1,138 @@
+//! A kernel-lock session: the source and the monitor on their own thread,
+//! polling the ring of slices until told to finish.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use super::monitor::{KernelMonitor, ReportInputs};
+use super::report::{symbol_of, HotLock, KernelReport};
+use super::source::KernelLockSource;
+use super::{monotonic_ns, MonitorConfig};
+
+/// How often the monitor reads the ring and re-places threads. Paper 1 acts
+/// at every slice end in the kernel; 20 ms keeps a user-space monitor within
+/// a few CFS slices of that at negligible cost.
+pub const POLL_INTERVAL: Duration = Duration::from_millis(20);
+
+/// Lowest address of the x86-64 kernel image (and modules): static locks
+/// live above it, allocated ones below, in the direct map.
+const KERNEL_IMAGE_START: u64 = 0xffff_ffff_8000_0000;
+
+/// Hot locks kept in the report.
+const HOT_LOCKS_REPORTED: usize = 10;
+
+/// A running monitor; [`KernelSession::finish`] stops it, yields the report
+/// (affinity read back before anything is undone) and gives the threads
+/// still running their original affinity. Dropping it without `finish`
+/// stops it too.
+pub struct KernelSession {
+    stop: Arc<AtomicBool>,
+    to_track: Arc<Mutex<Vec<u32>>>,
+    worker: Option<JoinHandle<KernelReport>>,
+}
+
+impl KernelSession {
+    /// Starts monitoring with `source` (already tracking whatever it was
+    /// told) under `cfg`.
+    pub fn start(source: KernelLockSource, cfg: MonitorConfig) -> std::io::Result<Self> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let to_track = Arc::new(Mutex::new(Vec::new()));
+        let (stop2, track2) = (stop.clone(), to_track.clone());
+        let worker = std::thread::Builder::new()
+            .name("corral-kmon".into())
+            .spawn(move || run(source, cfg, &stop2, &track2))?;
+        Ok(KernelSession {
+            stop,
+            to_track,
+            worker: Some(worker),
+        })
+    }
+
+    /// Tracks process `tgid` from the next poll on.
+    pub fn track(&self, tgid: u32) {
+        self.to_track
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(tgid);
+    }
+
+    /// Stops after a last read and returns the report.
+    pub fn finish(mut self) -> KernelReport {
+        self.stop.store(true, Ordering::Release); // pairs with the worker's Acquire load
+        self.worker
+            .take()
+            .expect("worker")
+            .join()
+            .expect("kernel monitor thread panicked")
+    }
+}
+
+impl Drop for KernelSession {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release); // as in `finish`
+        if let Some(worker) = self.worker.take() {
+            let _ = worker.join();
+        }
+    }
+}
+
+fn run(
+    mut source: KernelLockSource,
+    cfg: MonitorConfig,
+    stop: &AtomicBool,
+    to_track: &Mutex<Vec<u32>>,
+) -> KernelReport {
+    let mut monitor = KernelMonitor::new(cfg, monotonic_ns());
+    let mut batch = Vec::new();
+    loop {
+        let last = stop.load(Ordering::Acquire);
+        for tgid in to_track.lock().unwrap_or_else(|p| p.into_inner()).drain(..) {
+            let _ = source.track(tgid);
+        }
+        batch.clear();
+        source.drain(&mut batch);
+        for rec in &batch {
+            monitor.on_slice(rec);
+        }
+        monitor.apply(monotonic_ns());
+        if last {
+            break;
+        }
+        std::thread::sleep(POLL_INTERVAL);
+    }
+    let config = source.config();
+    let hottest: Vec<_> = source
+        .lock_hotness()
+        .into_iter()
+        .take(HOT_LOCKS_REPORTED)
+        .collect();
+    // Reading kallsyms costs tens of ms; only static locks (in the kernel
+    // image, not the direct map) can be named by it.
+    let kallsyms = if hottest.iter().any(|l| l.addr >= KERNEL_IMAGE_START) {
+        std::fs::read_to_string("/proc/kallsyms").unwrap_or_default()
+    } else {
+        String::new()
+    };
+    let hot_locks = hottest
+        .into_iter()
+        .map(|l| HotLock {
+            addr: format!("{:#x}", l.addr),
+            symbol: symbol_of(&kallsyms, l.addr),
+            kind: l.kind(),
+            wait_ns: l.wait_ns,
+            count: l.count,
+        })
+        .collect();
+    let inputs = ReportInputs {
+        kinds: config.kinds.names(),
+        follow_forks: config.follow_forks,
+        processes: source.tracked(),
+        dropped: source.dropped(),
+        hot_locks,
+    };
+    let report = monitor.report(monotonic_ns(), inputs);
+    monitor.restore();
+    report
+}

@@ -1,0 +1,526 @@
+//! The monitor thread: closes each thread's accounting windows (slices of
+//! thread CPU time), feeds them to paper 1's SSC controller (Algorithm 3:
+//! detection and voting; Algorithm 4: the model-driven search), chooses each
+//! thread's placement for Algorithm 2 (applied by the thread itself at its
+//! next lock attempt, see [`crate::registry::on_lock_attempt`]), and
+//! publishes the stats file and the decision log.
+//!
+//! The monitor never panics on bad input: with `panic = "abort"` a panic
+//! would take the observed program down with it.
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use corral_locks::wait::ticks_to_ns;
+use corral_policy::ssc::{
+    MigState as PolicyMig, SliceObs, SscController, ThreadAction, ThreadPolicyState,
+};
+
+use crate::abi::MigState;
+use crate::config::{Policy, RuntimeConfig};
+use crate::events::{Event, EventLog};
+use crate::registry::{self, WANT_ANY, WANT_GENERAL, WANT_SSC};
+use crate::stats::StatsMap;
+use crate::waiting::{cpu_ns_of, monotonic_ns};
+
+/// What the monitor keeps per registered thread.
+struct Track {
+    tid: i32,
+    policy: ThreadPolicyState,
+    window_cpu_start: u64,
+    window_wait_ticks: u64,
+    cpu_ns: u64,
+    wait_ticks: u64,
+    contended: u64,
+    slices: u64,
+    last_share_ppm: u32,
+    gone: bool,
+}
+
+/// The monitor's state; one per process.
+pub struct Monitor {
+    cfg: RuntimeConfig,
+    ctrl: Option<SscController>,
+    start_ns: u64,
+    cpus: Vec<u32>,
+    tracks: Vec<Track>,
+    published_bound: u32,
+    stats: Option<StatsMap>,
+    events: Option<EventLog>,
+    program_key: u64,
+}
+
+/// FNV-1a, the classification memory's key of a program.
+fn fnv(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+impl Monitor {
+    /// A monitor over `cpus` (the process's CPUs, in SSC order). `stats`
+    /// and `events` are optional outputs.
+    pub fn new(
+        cfg: RuntimeConfig,
+        cpus: Vec<u32>,
+        stats: Option<StatsMap>,
+        events: Option<EventLog>,
+    ) -> Self {
+        let start_ns = monotonic_ns();
+        let ctrl =
+            (cfg.policy == Policy::Lca).then(|| SscController::new(cfg.ssc, cpus.clone(), 0));
+        let program_key = fnv(std::fs::read("/proc/self/comm")
+            .unwrap_or_default()
+            .as_slice());
+        let mut m = Monitor {
+            cfg,
+            ctrl,
+            start_ns,
+            cpus,
+            tracks: Vec::new(),
+            published_bound: 0,
+            stats,
+            events,
+            program_key,
+        };
+        let bound = m.ctrl.as_ref().map_or(0, SscController::bound);
+        m.log(Event::Start {
+            t_ms: 0.0,
+            // SAFETY: getpid has no preconditions.
+            pid: unsafe { libc::getpid() },
+            policy: cfg.policy.name().into(),
+            lock: cfg.lock.name().into(),
+            bound,
+            cpus: m.cpus.clone(),
+        });
+        m
+    }
+
+    fn now(&self) -> u64 {
+        monotonic_ns().saturating_sub(self.start_ns)
+    }
+
+    fn log(&mut self, e: Event) {
+        if let Some(log) = &mut self.events {
+            if log.write(&e).is_err() {
+                self.events = None;
+            }
+        }
+    }
+
+    /// One round: every thread's counters, windows and placement; the
+    /// timer; the masks; the stats file.
+    pub fn tick(&mut self) {
+        let now = self.now();
+        let t_ms = now as f64 / 1e6;
+        for i in 0..registry::slots_in_use() {
+            self.observe_slot(i, now, t_ms);
+        }
+        if let Some(ctrl) = &self.ctrl {
+            if let Some(d) = ctrl.tick(now) {
+                self.log(Event::from_decision(t_ms, &d));
+            }
+        }
+        self.publish_placement();
+        self.publish_stats();
+        if let Some(log) = &mut self.events {
+            let _ = log.flush();
+        }
+    }
+
+    fn observe_slot(&mut self, i: usize, now: u64, t_ms: f64) {
+        let slot = registry::slot(i);
+        // Acquire: pairs with the registering thread's Release.
+        let tid = slot.tid.load(Ordering::Acquire);
+        if tid == 0 {
+            return;
+        }
+        while self.tracks.len() <= i {
+            self.tracks.push(Track {
+                tid: 0,
+                policy: ThreadPolicyState {
+                    is_mig: PolicyMig::General,
+                    placed_bound: 0,
+                    record_bound: 0,
+                    slice_begin: 0,
+                    quiet: Default::default(),
+                    program_key: 0,
+                },
+                window_cpu_start: 0,
+                window_wait_ticks: 0,
+                cpu_ns: 0,
+                wait_ticks: 0,
+                contended: 0,
+                slices: 0,
+                last_share_ppm: 0,
+                gone: true,
+            });
+        }
+        let key = self.thread_key(tid);
+        let track = &mut self.tracks[i];
+        if track.tid != tid {
+            *track = Track {
+                tid,
+                policy: self
+                    .ctrl
+                    .as_ref()
+                    .map_or(track.policy, |c| c.register_thread(key, now)),
+                window_cpu_start: cpu_ns_of(tid).unwrap_or(0),
+                window_wait_ticks: 0,
+                cpu_ns: 0,
+                wait_ticks: 0,
+                contended: 0,
+                slices: 0,
+                last_share_ppm: 0,
+                gone: false,
+            };
+            track.cpu_ns = track.window_cpu_start;
+        }
+        if track.gone {
+            return;
+        }
+        let (ticks, waits) = slot.wait.take();
+        track.window_wait_ticks += ticks;
+        track.wait_ticks += ticks;
+        track.contended += waits;
+        let Some(cpu) = cpu_ns_of(tid) else {
+            track.gone = true;
+            slot.gone.store(true, Ordering::Relaxed); // Relaxed: informational.
+            if let Some(ctrl) = &self.ctrl {
+                ctrl.unregister_thread(&track.policy);
+            }
+            self.log(Event::Exited { t_ms, tid });
+            return;
+        };
+        track.cpu_ns = cpu;
+        let slice_len = cpu.saturating_sub(track.window_cpu_start);
+        if slice_len >= self.cfg.slice_ns {
+            self.close_window(i, slice_len, now, t_ms);
+        }
+        self.place(i, now);
+    }
+
+    /// The classification-memory key of a thread: its program and its name.
+    fn thread_key(&self, tid: i32) -> u64 {
+        let comm = std::fs::read(format!("/proc/self/task/{tid}/comm")).unwrap_or_default();
+        fnv(&comm) ^ self.program_key.rotate_left(17)
+    }
+
+    fn close_window(&mut self, i: usize, slice_len: u64, now: u64, t_ms: f64) {
+        let slot = registry::slot(i);
+        let track = &mut self.tracks[i];
+        let lock_wait = ticks_to_ns(track.window_wait_ticks);
+        let share = corral_policy::detect::wait_share(lock_wait, slice_len);
+        track.last_share_ppm = (share * 1e6) as u32;
+        track.slices += 1;
+        track.window_cpu_start += slice_len;
+        track.window_wait_ticks = 0;
+        let Some(ctrl) = &self.ctrl else { return };
+        // Relaxed: a hint of where the thread runs.
+        let on_ssc = slot.applied.load(Ordering::Relaxed) == WANT_SSC;
+        let core = match (on_ssc, ctrl.ssc_cores().first()) {
+            (true, Some(&c)) => c,
+            _ => u32::MAX,
+        };
+        let obs = SliceObs {
+            core,
+            slice_len,
+            lock_wait,
+        };
+        let out = ctrl.on_slice_end(&mut track.policy, obs, now);
+        ctrl.begin_slice(&mut track.policy, now);
+        let tid = track.tid;
+        match out.action {
+            ThreadAction::Qualified => self.log(Event::Qualified { t_ms, tid, share }),
+            ThreadAction::MigrateBack => self.log(Event::MigrateBack { t_ms, tid, share }),
+            ThreadAction::Stay => {}
+        }
+        if let Some(d) = out.decision {
+            self.log(Event::from_decision(t_ms, &d));
+        }
+    }
+
+    /// Algorithm 2's bookkeeping for thread `i`, and its wanted placement.
+    fn place(&mut self, i: usize, now: u64) {
+        let Some(ctrl) = &self.ctrl else { return };
+        let track = &mut self.tracks[i];
+        if track.policy.is_mig != PolicyMig::General {
+            // The thread moves itself at its next lock attempt; the
+            // controller's counters move now.
+            let _ = ctrl.on_lock_attempt(&mut track.policy, u32::MAX, &[], now);
+        }
+        let want = match track.policy.is_mig {
+            PolicyMig::General if ctrl.lock_intensive() > 0 => WANT_GENERAL,
+            PolicyMig::General => WANT_ANY,
+            _ => WANT_SSC,
+        };
+        // Relaxed: read by the thread at its next lock as a hint. Stored
+        // only on change, so the thread's cache keeps the line.
+        let slot = registry::slot(i);
+        if slot.want.load(Ordering::Relaxed) != want {
+            slot.want.store(want, Ordering::Relaxed);
+        }
+    }
+
+    /// Republishes the SSC and general sets when the bound changed.
+    fn publish_placement(&mut self) {
+        let Some(ctrl) = &self.ctrl else { return };
+        let bound = ctrl.bound();
+        if bound == self.published_bound {
+            return;
+        }
+        self.published_bound = bound;
+        let ssc = ctrl.ssc_cores().to_vec();
+        let rest: Vec<u32> = self
+            .cpus
+            .iter()
+            .copied()
+            .filter(|c| !ssc.contains(c))
+            .collect();
+        let general = if rest.is_empty() {
+            self.cpus.clone()
+        } else {
+            rest
+        };
+        registry::publish_masks(&ssc, &general);
+    }
+
+    fn publish_stats(&self) {
+        let Some(stats) = &self.stats else { return };
+        // Relaxed throughout: a monitoring view (see `abi`).
+        for (i, track) in self.tracks.iter().enumerate() {
+            let Some(rec) = stats.record(i) else { break };
+            rec.tid.store(track.tid, Ordering::Relaxed);
+            let state = match track.policy.is_mig {
+                PolicyMig::General => MigState::General,
+                PolicyMig::QualifyToMigrate => MigState::QualifyToMigrate,
+                PolicyMig::HaveMigrated => MigState::HaveMigrated,
+            };
+            rec.mig_state.store(state as u32, Ordering::Relaxed);
+            rec.placed_bound
+                .store(track.policy.placed_bound, Ordering::Relaxed);
+            rec.wait_ns
+                .store(ticks_to_ns(track.wait_ticks), Ordering::Relaxed);
+            rec.cpu_ns.store(track.cpu_ns, Ordering::Relaxed);
+            rec.contended.store(track.contended, Ordering::Relaxed);
+            rec.slices.store(track.slices, Ordering::Relaxed);
+            rec.last_share_ppm
+                .store(track.last_share_ppm, Ordering::Relaxed);
+        }
+        let h = stats.header();
+        h.n_threads
+            .store(self.tracks.len() as u32, Ordering::Relaxed);
+        if let Some(ctrl) = &self.ctrl {
+            h.ssc_bound.store(ctrl.bound(), Ordering::Relaxed);
+            h.n_lock_intensive
+                .store(ctrl.lock_intensive(), Ordering::Relaxed);
+        }
+        h.generation.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Nice value the monitor thread asks for: a program that oversubscribes
+/// the CPUs with spinning threads would otherwise delay its ticks by tens of
+/// milliseconds, and classification with them. Needs CAP_SYS_NICE; without
+/// it the monitor keeps the default priority.
+pub const MONITOR_NICE: i32 = -10;
+
+/// The process's monitor, shared by its thread and the exit flush.
+static MONITOR: Mutex<Option<Monitor>> = Mutex::new(None);
+
+/// Why the monitor could not start.
+#[derive(Debug)]
+pub struct StartError(pub String);
+
+/// Starts the monitor thread for `cfg`: reads the topology, creates the
+/// stats file (if `stats_path`) and the decision log (if `events_path`;
+/// either failing costs one line on stderr, not the policy), and turns
+/// placement on for policy `lca`. On error nothing is managed and the
+/// program keeps corral's plain locks.
+pub fn start(
+    cfg: RuntimeConfig,
+    stats_path: Option<PathBuf>,
+    events_path: Option<PathBuf>,
+) -> Result<(), StartError> {
+    registry::set_spin_before_yield(cfg.spin_before_yield);
+    let allowed = crate::affinity::allowed_cpus();
+    if allowed.is_empty() {
+        return Err(StartError("cannot read the process's CPU affinity".into()));
+    }
+    registry::START_MASK.store(&allowed);
+    let cpus = ssc_order(&allowed);
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() };
+    // Outputs are optional: the policy runs without them.
+    let stats = stats_path.and_then(|p| {
+        StatsMap::create(&p, pid, registry::MAX_THREADS as u32)
+            .map_err(|e| eprintln!("corral: cannot create {}: {e}; no live stats", p.display()))
+            .ok()
+    });
+    let events = events_path.and_then(|p| {
+        EventLog::create(&p)
+            .map_err(|e| {
+                eprintln!(
+                    "corral: cannot create {}: {e}; no decision log",
+                    p.display()
+                )
+            })
+            .ok()
+    });
+    let tick = Duration::from_nanos(cfg.tick_ns);
+    *lock_monitor() = Some(Monitor::new(cfg, cpus, stats, events));
+    let spawned = std::thread::Builder::new()
+        .name("corral-monitor".into())
+        .spawn(move || {
+            registry::exclude_current_thread();
+            // SAFETY: setpriority on this thread's own tid; failure (no
+            // CAP_SYS_NICE) leaves the default priority, which only delays ticks.
+            unsafe {
+                libc::setpriority(
+                    libc::PRIO_PROCESS,
+                    registry::current_tid() as libc::id_t,
+                    MONITOR_NICE,
+                )
+            };
+            // Calibrate the TSC here, not inside some thread's first wait.
+            let _ = ticks_to_ns(1);
+            loop {
+                std::thread::sleep(tick);
+                match lock_monitor().as_mut() {
+                    Some(m) => m.tick(),
+                    None => return,
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        *lock_monitor() = None;
+        return Err(StartError(format!("cannot start the monitor thread: {e}")));
+    }
+    registry::set_managed(cfg.policy == Policy::Lca);
+    Ok(())
+}
+
+fn lock_monitor() -> std::sync::MutexGuard<'static, Option<Monitor>> {
+    MONITOR
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A last round at exit, so the stats file holds final totals.
+pub fn final_flush() {
+    if let Some(m) = lock_monitor().as_mut() {
+        m.tick();
+    }
+}
+
+/// The CPUs in the order they join the SSC, from sysfs; `allowed` order if
+/// sysfs cannot be read.
+fn ssc_order(allowed: &[u32]) -> Vec<u32> {
+    let Ok(topo) = crate::topology::read_sysfs() else {
+        return allowed.to_vec();
+    };
+    let mine: Vec<_> = topo
+        .into_iter()
+        .filter(|c| allowed.contains(&c.cpu))
+        .collect();
+    let ids: Vec<u32> = mine.iter().map(|c| c.cpu).collect();
+    let llc: Vec<u32> = mine.iter().map(|c| c.llc).collect();
+    let node: Vec<u32> = mine.iter().map(|c| c.node).collect();
+    match corral_policy::placement::Topology::from_parts(&ids, &llc, &node) {
+        Ok(t) if !t.is_empty() => t.ssc_order(),
+        _ => allowed.to_vec(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::read_log;
+    use crate::waiting::thread_cpu_ns;
+    use std::sync::mpsc;
+
+    /// Registers a thread that reports `wait_ns` of lock waiting over at
+    /// least `cpu_ns` of CPU time, then parks until told to exit.
+    fn thread_with_share(
+        wait_ns: u64,
+        cpu_ns: u64,
+    ) -> (i32, usize, mpsc::Sender<()>, std::thread::JoinHandle<()>) {
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let (exit_tx, exit_rx) = mpsc::channel::<()>();
+        let handle = std::thread::spawn(move || {
+            registry::on_lock_attempt();
+            let tid = registry::current_tid();
+            let index = (0..registry::slots_in_use())
+                .find(|&i| registry::slot(i).tid.load(Ordering::Acquire) == tid)
+                .unwrap();
+            ready_tx.send((tid, index)).unwrap();
+            exit_rx.recv().unwrap();
+            let start = thread_cpu_ns();
+            while thread_cpu_ns() < start + cpu_ns {
+                std::hint::black_box(0u64);
+            }
+            registry::slot(index)
+                .wait
+                .record(corral_locks::wait::ns_to_ticks(wait_ns));
+            exit_rx.recv().unwrap();
+        });
+        let (tid, index) = ready_rx.recv().unwrap();
+        (tid, index, exit_tx, handle)
+    }
+
+    #[test]
+    fn a_waiting_thread_qualifies_and_is_placed_on_the_ssc_and_others_on_the_rest() {
+        let cfg = RuntimeConfig {
+            slice_ns: 1_000_000,
+            ..RuntimeConfig::default()
+        };
+        let path =
+            std::env::temp_dir().join(format!("corral-monitor-test.{}.jsonl", std::process::id()));
+        let mut m = Monitor::new(
+            cfg,
+            vec![0, 1],
+            None,
+            Some(EventLog::create(&path).unwrap()),
+        );
+        let (hot_tid, hot, hot_go, hot_join) = thread_with_share(900_000, 2_000_000);
+        let (_, cold, cold_go, cold_join) = thread_with_share(0, 2_000_000);
+        m.tick(); // both threads seen: windows open
+        hot_go.send(()).unwrap();
+        cold_go.send(()).unwrap();
+        // Each thread burns its CPU, records its waits and parks again.
+        while registry::slot(hot).wait.snapshot().1 == 0 {
+            std::thread::yield_now();
+        }
+        while crate::waiting::cpu_ns_of(registry::slot(cold).tid.load(Ordering::Relaxed))
+            .unwrap_or(0)
+            < 2_000_000
+        {
+            std::thread::yield_now();
+        }
+        m.tick();
+        assert_eq!(registry::slot(hot).want.load(Ordering::Relaxed), WANT_SSC);
+        assert_eq!(
+            registry::slot(cold).want.load(Ordering::Relaxed),
+            WANT_GENERAL
+        );
+        assert_eq!(m.ctrl.as_ref().unwrap().lock_intensive(), 1);
+        assert_eq!(registry::SSC_MASK.cpus(), vec![0]);
+        assert_eq!(registry::GENERAL_MASK.cpus(), vec![1]);
+        hot_go.send(()).unwrap();
+        cold_go.send(()).unwrap();
+        hot_join.join().unwrap();
+        cold_join.join().unwrap();
+        m.tick(); // both gone
+        drop(m);
+        let events = read_log(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert!(events
+            .iter()
+            .any(|e| matches!(e, Event::Qualified { tid, .. } if *tid == hot_tid)));
+        assert!(events
+            .iter()
+            .any(|e| matches!(e, Event::Exited { tid, .. } if *tid == hot_tid)));
+    }
+}

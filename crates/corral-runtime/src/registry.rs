@@ -1,0 +1,291 @@
+//! The process's threads as corral sees them: a fixed table of padded slots,
+//! filled lazily when a thread first takes a lock (no `pthread_create`
+//! interposition), and the per-lock-attempt hook that applies the placement
+//! the monitor chose (paper 1, Algorithm 2: migration happens at a lock
+//! attempt). Nothing here allocates: it runs inside interposed lock calls.
+
+use core::cell::Cell;
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
+
+use corral_locks::wait::{clear_thread_counter, set_thread_counter};
+use corral_locks::WaitCounter;
+
+use crate::cpuset::AtomicCpuMask;
+
+/// Capacity of the thread table. Once it is full, slots of exited threads
+/// are reused; a thread that finds none runs unmanaged, its waits counted
+/// as unattributed.
+pub const MAX_THREADS: usize = crate::abi::DEFAULT_MAX_THREADS as usize;
+
+/// No placement: the thread keeps the CPUs it started with.
+pub const WANT_ANY: u32 = 0;
+/// Lock intensive: the SSC.
+pub const WANT_SSC: u32 = 1;
+/// Not lock intensive: the complement of the SSC (separate balancing).
+pub const WANT_GENERAL: u32 = 2;
+
+/// One thread's shared state. The wait counter has its own cache line
+/// (written on every contended acquisition); the rest is written rarely.
+#[repr(C, align(64))]
+pub struct Slot {
+    /// Lock waiting of this thread (paper 1's `acc_lock_time`).
+    pub wait: WaitCounter,
+    /// Kernel thread id; 0 until the slot is ready.
+    pub tid: AtomicI32,
+    /// Placement chosen by the monitor (`WANT_*`).
+    pub want: AtomicU32,
+    /// Placement the thread last applied to itself (`WANT_*`).
+    pub applied: AtomicU32,
+    /// Set by the monitor once the thread has exited.
+    pub gone: AtomicBool,
+}
+
+impl Slot {
+    const fn new() -> Self {
+        Slot {
+            wait: WaitCounter::new(),
+            tid: AtomicI32::new(0),
+            want: AtomicU32::new(WANT_ANY),
+            applied: AtomicU32::new(WANT_ANY),
+            gone: AtomicBool::new(false),
+        }
+    }
+}
+
+static SLOTS: [Slot; MAX_THREADS] = [const { Slot::new() }; MAX_THREADS];
+/// Slots handed out (a prefix of the table; may exceed the capacity).
+static CLAIMED: AtomicU32 = AtomicU32::new(0);
+/// Whether threads apply placements (policy `lca` with a live monitor).
+static MANAGED: AtomicBool = AtomicBool::new(false);
+/// Bumped whenever the masks below change.
+static MASK_GEN: AtomicU32 = AtomicU32::new(0);
+/// The SSC's CPUs.
+pub static SSC_MASK: AtomicCpuMask = AtomicCpuMask::new();
+/// The general CPUs (the SSC's complement, or every CPU when it is empty).
+pub static GENERAL_MASK: AtomicCpuMask = AtomicCpuMask::new();
+/// The CPUs the process started with.
+pub static START_MASK: AtomicCpuMask = AtomicCpuMask::new();
+/// Spin probes of a waiter under the SSC policy before it yields.
+static SPIN_BEFORE_YIELD: AtomicU32 = AtomicU32::new(crate::config::DEFAULT_SPIN_BEFORE_YIELD);
+
+const UNREGISTERED: u32 = u32::MAX;
+const UNMANAGED: u32 = u32::MAX - 1;
+
+/// The calling thread's view: its slot, its tid, what it applied.
+struct Local {
+    slot: Cell<u32>,
+    tid: Cell<i32>,
+    applied_want: Cell<u32>,
+    applied_gen: Cell<u32>,
+}
+
+std::thread_local! {
+    // Const-initialised, no destructor: first use allocates nothing.
+    static LOCAL: Local = const {
+        Local {
+            slot: Cell::new(UNREGISTERED),
+            tid: Cell::new(0),
+            applied_want: Cell::new(WANT_ANY),
+            applied_gen: Cell::new(0),
+        }
+    };
+}
+
+/// The kernel thread id of the caller, cached per thread.
+#[inline]
+pub fn current_tid() -> i32 {
+    LOCAL.with(|l| {
+        let tid = l.tid.get();
+        if tid != 0 {
+            return tid;
+        }
+        // SAFETY: gettid has no arguments and cannot fail.
+        let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
+        l.tid.set(tid);
+        tid
+    })
+}
+
+/// Called before every lock acquisition: registers the thread on its first
+/// lock and applies a changed placement (Alg. 2). Returns whether the
+/// thread is now confined to the SSC.
+#[inline]
+pub fn on_lock_attempt() -> bool {
+    LOCAL.with(|l| {
+        let mut slot = l.slot.get();
+        if slot == UNREGISTERED {
+            slot = register(l);
+        }
+        // Relaxed: a hint; a stale read moves the thread one lock later.
+        if !MANAGED.load(Ordering::Relaxed) {
+            return false;
+        }
+        let Some(s) = SLOTS.get(slot as usize) else {
+            return false;
+        };
+        let want = s.want.load(Ordering::Relaxed);
+        // Acquire: the masks stored before the generation bump are visible.
+        let gen = MASK_GEN.load(Ordering::Acquire);
+        if want != l.applied_want.get() || (want != WANT_ANY && gen != l.applied_gen.get()) {
+            migrate(l, s, want, gen);
+        }
+        l.applied_want.get() == WANT_SSC
+    })
+}
+
+#[cold]
+#[inline(never)]
+fn register(l: &Local) -> u32 {
+    // Relaxed: the claim only needs to be unique.
+    let claim = CLAIMED.fetch_add(1, Ordering::Relaxed);
+    let index = if (claim as usize) < MAX_THREADS {
+        claim as usize
+    } else {
+        match reuse_gone_slot() {
+            Some(i) => i,
+            None => {
+                l.slot.set(UNMANAGED);
+                return UNMANAGED;
+            }
+        }
+    };
+    let s = &SLOTS[index];
+    s.wait.take();
+    set_thread_counter(&s.wait);
+    l.slot.set(index as u32);
+    // Release: the slot's other fields are initialised before the monitor
+    // sees the new tid.
+    s.tid.store(current_tid(), Ordering::Release);
+    index as u32
+}
+
+/// With the table full, the slot of a thread the monitor saw exit.
+fn reuse_gone_slot() -> Option<usize> {
+    SLOTS.iter().position(|s| {
+        // Relaxed: the CAS makes the claim unique; the tid store publishes.
+        s.gone
+            .compare_exchange(true, false, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    })
+}
+
+#[cold]
+#[inline(never)]
+fn migrate(l: &Local, s: &Slot, want: u32, gen: u32) {
+    let mask = match want {
+        WANT_SSC => &SSC_MASK,
+        WANT_GENERAL => &GENERAL_MASK,
+        _ => &START_MASK,
+    };
+    // A refused move is not retried until the placement changes again.
+    mask.apply(0);
+    l.applied_want.set(want);
+    l.applied_gen.set(gen);
+    s.applied.store(want, Ordering::Relaxed); // Relaxed: read by the monitor as a hint.
+}
+
+/// Slots handed out so far (capped at the capacity).
+pub fn slots_in_use() -> usize {
+    (CLAIMED.load(Ordering::Acquire) as usize).min(MAX_THREADS) // Acquire: pairs with nothing; cheap.
+}
+
+/// Slot `i` (below [`slots_in_use`]).
+pub fn slot(i: usize) -> &'static Slot {
+    &SLOTS[i]
+}
+
+/// Turns placement on or off for every thread.
+pub fn set_managed(on: bool) {
+    MANAGED.store(on, Ordering::Relaxed); // Relaxed: a hint read at each lock.
+}
+
+/// Whether threads apply placements now.
+pub fn is_managed() -> bool {
+    MANAGED.load(Ordering::Relaxed) // Relaxed: a hint.
+}
+
+/// Publishes new SSC and general sets; threads apply them at their next lock.
+pub fn publish_masks(ssc: &[u32], general: &[u32]) {
+    SSC_MASK.store(ssc);
+    GENERAL_MASK.store(general);
+    // Release: the masks are visible to whoever sees the new generation.
+    MASK_GEN.fetch_add(1, Ordering::Release);
+}
+
+/// Sets the brief spin of waiters under the SSC policy.
+pub fn set_spin_before_yield(spins: u32) {
+    SPIN_BEFORE_YIELD.store(spins, Ordering::Relaxed); // Relaxed: a tuning knob.
+}
+
+/// The brief spin of waiters under the SSC policy.
+#[inline]
+pub fn spin_before_yield() -> u32 {
+    SPIN_BEFORE_YIELD.load(Ordering::Relaxed) // Relaxed: a tuning knob.
+}
+
+/// In a forked child: only the forking thread survives, with a new tid.
+/// Forgets every slot, stops placement and gives the thread the CPUs the
+/// process started with. Async-signal-safe (atomics and one syscall).
+pub fn reset_after_fork() {
+    MANAGED.store(false, Ordering::Relaxed); // Relaxed: single-threaded here.
+    let used = slots_in_use();
+    for s in &SLOTS[..used] {
+        s.tid.store(0, Ordering::Relaxed); // Relaxed: single-threaded here.
+        s.want.store(WANT_ANY, Ordering::Relaxed);
+        s.applied.store(WANT_ANY, Ordering::Relaxed);
+        s.gone.store(false, Ordering::Relaxed);
+        s.wait.take();
+    }
+    CLAIMED.store(0, Ordering::Relaxed); // Relaxed: single-threaded here.
+    clear_thread_counter();
+    LOCAL.with(|l| {
+        l.slot.set(UNREGISTERED);
+        l.tid.set(0);
+        l.applied_want.set(WANT_ANY);
+        l.applied_gen.set(0);
+    });
+    START_MASK.apply(0);
+}
+
+/// Marks the calling thread as never managed (the monitor itself).
+pub fn exclude_current_thread() {
+    LOCAL.with(|l| l.slot.set(UNMANAGED));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_thread_registers_once_with_its_tid() {
+        let (slot_tid, tid, first, second) = std::thread::spawn(|| {
+            on_lock_attempt();
+            let first = LOCAL.with(|l| l.slot.get());
+            on_lock_attempt();
+            let second = LOCAL.with(|l| l.slot.get());
+            (
+                slot(first as usize).tid.load(Ordering::Acquire),
+                current_tid(),
+                first,
+                second,
+            )
+        })
+        .join()
+        .unwrap();
+        assert_eq!(slot_tid, tid);
+        assert_eq!(first, second, "registered once");
+    }
+
+    #[test]
+    fn an_excluded_thread_takes_no_slot() {
+        let claimed = std::thread::spawn(|| {
+            exclude_current_thread();
+            let before = CLAIMED.load(Ordering::Relaxed);
+            assert!(!on_lock_attempt());
+            LOCAL.with(|l| l.slot.get()) == UNMANAGED && CLAIMED.load(Ordering::Relaxed) >= before
+        })
+        .join()
+        .unwrap();
+        assert!(claimed);
+    }
+}
