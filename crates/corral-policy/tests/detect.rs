@@ -65,6 +65,29 @@ fn k_quiet_slices_send_back_and_a_busy_one_resets() {
 }
 
 #[test]
+fn repeated_releases_back_off_exponentially() {
+    let p = DetectParams::default();
+    let k = p.release_after_slices;
+    let mut streak = QuietStreak::default();
+    let slices_to_release = |streak: &mut QuietStreak| (1..).find(|_| streak.observe(&p, true));
+    assert_eq!(slices_to_release(&mut streak), Some(k));
+    streak.released(2);
+    assert_eq!(slices_to_release(&mut streak), Some(2 * k));
+    streak.released(2);
+    streak.released(2);
+    assert_eq!(streak.backoff, 2, "capped at the maximum");
+    streak.reset();
+    assert_eq!(slices_to_release(&mut streak), Some(4 * k));
+    // General slices forgive one level per release streak.
+    streak.reset();
+    (0..4 * k).for_each(|_| streak.observe_general(&p));
+    assert_eq!(streak.backoff, 1);
+    let mut off = QuietStreak::default();
+    off.released(0);
+    assert_eq!(off.needed(&p), k, "max 0 turns the backoff off");
+}
+
+#[test]
 fn the_lock_with_most_waiting_is_hot() {
     let mut heat = LockHotness::new(HotnessParams::default(), 8);
     heat.record_wait(0xA, 9_000_000);

@@ -293,37 +293,98 @@ fn votes_from_before_a_bound_change_are_dropped() {
     assert_eq!(driver.ctl.vote_totals().unwrap(), before);
 }
 
-/// Begin time of the first counted vote, and the last move before it.
-fn first_vote(warmup: Nanos) -> (Nanos, Nanos) {
+/// Begin time of the first counted vote after the first bound change, and
+/// the time of that change.
+fn first_vote_after_bound_change(warmup: Nanos) -> (Nanos, Nanos) {
     let params = SscParams {
         vote_warmup: warmup,
         ..SscParams::default()
     };
     let mut driver = Driver::new(params, 8, 8);
+    let share = unimodal(8);
+    while driver.ctl.bound() == 1 {
+        driver.slice(&share);
+    }
+    let changed = driver.now;
     for _ in 0..10_000 {
         let i = driver.next;
         driver.next = (i + 1) % 8;
         let begin = driver.now;
-        driver.slice_of(i, &|_| SLICE / 4);
-        if driver.ctl.vote_totals().unwrap().1 > 0 {
-            return (begin, driver.last_move);
+        let out_voted = {
+            driver.slice_of(i, &|_| SLICE / 4);
+            driver.ctl.vote_totals().unwrap().1 > 0
+        };
+        if out_voted {
+            return (begin, changed);
         }
     }
     panic!("never voted");
 }
 
 #[test]
-fn warm_up_ignores_votes_right_after_a_migration() {
-    let (vote, last_move) = first_vote(50 * STEP);
+fn warm_up_ignores_votes_right_after_a_bound_change() {
+    let (vote, changed) = first_vote_after_bound_change(50 * STEP);
     assert!(
-        vote >= last_move + 50 * STEP,
-        "vote at {vote}, last move at {last_move}"
+        vote >= changed + 50 * STEP,
+        "vote at {vote}, bound changed at {changed}"
     );
-    let (vote, last_move) = first_vote(0);
+    let (vote, changed) = first_vote_after_bound_change(0);
     assert!(
-        vote <= last_move,
-        "without warm-up the first migrated thread votes at once"
+        vote <= changed + STEP,
+        "without warm-up the next slice votes"
     );
+}
+
+/// One slice of `thread` that begins on general core `from` and moves into
+/// the SSC at a lock attempt midway; returns whether it voted.
+fn slice_with_arrival(ctl: &SscController, thread: &mut ThreadPolicyState, now: Nanos) -> bool {
+    let from = ctl.order()[ctl.order().len() - 1];
+    ctl.begin_slice(thread, now);
+    let target = ctl
+        .on_lock_attempt(thread, from, &[], now + STEP)
+        .expect("moves into the SSC");
+    let obs = SliceObs {
+        core: target,
+        slice_len: SLICE,
+        lock_wait: SLICE / 2,
+    };
+    ctl.on_slice_end(thread, obs, now + 2 * STEP).voted
+}
+
+#[test]
+fn a_thread_votes_only_after_a_full_slice_on_the_ssc() {
+    // Per-thread warm-up: the slice during which a thread arrives is no
+    // vote (it began off the SSC); its next slice is, and arrivals of
+    // others (short-lived tasks) never hold back the settled threads.
+    let mut driver = Driver::new(improved(), 8, 4);
+    driver.now = 10 * improved().vote_warmup;
+    let mut newcomer = driver.ctl.register_thread(PROGRAM, driver.now);
+    assert_eq!(newcomer.is_mig, MigState::QualifyToMigrate);
+    assert!(!slice_with_arrival(&driver.ctl, &mut newcomer, driver.now));
+    driver.now += 2 * STEP;
+    let obs = SliceObs {
+        core: driver.ctl.ssc_cores()[0],
+        slice_len: SLICE,
+        lock_wait: SLICE / 2,
+    };
+    let settled = &mut driver.threads[0];
+    driver.ctl.begin_slice(settled, driver.now - STEP);
+    assert!(
+        driver.ctl.on_slice_end(settled, obs, driver.now).voted,
+        "a settled thread votes right after an arrival"
+    );
+    driver.ctl.begin_slice(&mut newcomer, driver.now);
+    assert!(
+        driver
+            .ctl
+            .on_slice_end(&mut newcomer, obs, driver.now + STEP)
+            .voted
+    );
+    // The 2013 algorithm counts the arrival slice.
+    let paper = Driver::new(SscParams::paper_2013(), 8, 4);
+    let mut late = paper.ctl.register_thread(PROGRAM, 0);
+    late.is_mig = MigState::QualifyToMigrate;
+    assert!(slice_with_arrival(&paper.ctl, &mut late, 0));
 }
 
 #[test]
@@ -387,6 +448,32 @@ fn behaviour_changes_restart_the_search() {
     );
 }
 
+/// Quiet slices of thread 0, each among busy slices of the others (so the
+/// SSC stays contended), until it is sent back; returns how many it took.
+fn quiet_slices_until_release(driver: &mut Driver, limit: u32) -> Option<u32> {
+    let n = driver.threads.len();
+    for slice in 1..=limit {
+        let out_action = {
+            let thread = &mut driver.threads[0];
+            driver.ctl.begin_slice(thread, driver.now);
+            driver.now += STEP;
+            let obs = SliceObs {
+                core: driver.core_of[0],
+                slice_len: SLICE,
+                lock_wait: 0,
+            };
+            driver.ctl.on_slice_end(thread, obs, driver.now).action
+        };
+        if out_action == ThreadAction::MigrateBack {
+            return Some(slice);
+        }
+        for i in 1..n {
+            driver.slice_of(i, &|_| SLICE / 2);
+        }
+    }
+    None
+}
+
 #[test]
 fn a_thread_migrates_back_after_k_quiet_slices() {
     let mut driver = Driver::new(improved(), 8, 8);
@@ -398,24 +485,28 @@ fn a_thread_migrates_back_after_k_quiet_slices() {
     }
     driver.round(&|_| 0.5);
     let k = SscParams::default().detect.release_after_slices;
-    for slice in 1..=k {
-        let thread = &mut driver.threads[0];
-        driver.ctl.begin_slice(thread, driver.now);
-        let obs = SliceObs {
-            core: driver.core_of[0],
-            slice_len: SLICE,
-            lock_wait: 0,
-        };
-        let out = driver.ctl.on_slice_end(thread, obs, driver.now);
-        let expected = if slice == k {
-            ThreadAction::MigrateBack
-        } else {
-            ThreadAction::Stay
-        };
-        assert_eq!(out.action, expected, "slice {slice}");
-    }
+    assert_eq!(quiet_slices_until_release(&mut driver, 100), Some(k));
     assert_eq!(driver.threads[0].is_mig, MigState::General);
     assert_eq!(driver.ctl.lock_intensive(), 7);
+    // It requalifies at once (its wait rose again off the SSC): the next
+    // release waits twice as long, the one after four times (backoff).
+    for expected in [2 * k, 4 * k] {
+        driver.slice_of(0, &busy);
+        assert_eq!(driver.threads[0].is_mig, MigState::QualifyToMigrate);
+        driver.slice_of(0, &busy);
+        assert_eq!(driver.threads[0].is_mig, MigState::HaveMigrated);
+        assert_eq!(quiet_slices_until_release(&mut driver, 100), Some(expected));
+    }
+    // A long general stay forgives the backoff level by level: 8k, 4k and
+    // 2k non-qualifying slices at levels 3, 2 and 1.
+    assert_eq!(driver.threads[0].quiet.backoff, 3);
+    let mut general = 0;
+    while driver.threads[0].quiet.backoff > 0 && general < 1_000 {
+        driver.slice_of(0, &|_| 0);
+        general += 1;
+    }
+    assert_eq!(general, 14 * k);
+    assert_eq!(driver.threads[0].is_mig, MigState::General);
     // The 2013 algorithm never sends a thread back.
     let mut paper = Driver::new(SscParams::paper_2013(), 8, 8);
     paper.round(&|_| 0.5);
@@ -474,4 +565,92 @@ fn long_ssc_run_queues_grow_the_bound() {
     assert!(settled >= needed, "settled at {settled}");
     let paper = Driver::new(SscParams::paper_2013(), 64, 64);
     assert_eq!(paper.ctl.on_ssc_load(&paper.loads, 0), None);
+}
+
+#[test]
+fn a_round_needs_a_vote_per_ssc_core() {
+    // At bound 64 one 10 ms slice exceeds 64 x 134.7 us: the paper decides
+    // on that single vote, corral waits for one vote per SSC core.
+    let mut driver = Driver::new(improved(), 64, 64);
+    let mut paper = Driver::new(SscParams::paper_2013(), 64, 64);
+    let share = unimodal(64);
+    for d in [&mut driver, &mut paper] {
+        while d.ctl.bound() < 64 {
+            d.slice(&share);
+        }
+        d.log.clear();
+    }
+    let slices_per_round = |d: &mut Driver| {
+        let mut slices = 0;
+        while d.slice(&share).is_none() {
+            slices += 1;
+        }
+        slices + 1
+    };
+    assert_eq!(slices_per_round(&mut paper), 1);
+    assert!(slices_per_round(&mut driver) >= 64);
+}
+
+#[test]
+fn one_outlying_round_does_not_restart_a_settled_search() {
+    let mut driver = Driver::new(improved(), 64, 64);
+    assert_eq!(driver.settle(&unimodal(16)), 16);
+    let steady = unimodal(16);
+    let gone = |_: u32| 0.0; // T x 2, above alpha
+    for _ in 0..5 {
+        assert_eq!(driver.round(&gone).kind, DecisionKind::Hold);
+        assert_eq!(driver.round(&steady).kind, DecisionKind::Hold);
+    }
+    assert_eq!(driver.round(&gone).kind, DecisionKind::Hold);
+    assert_eq!(
+        driver.round(&gone).kind,
+        DecisionKind::RestartThroughputJump
+    );
+    // The 2013 algorithm restarts on the first outlier.
+    let mut paper = Driver::new(SscParams::paper_2013(), 64, 64);
+    paper.settle(&unimodal(16));
+    assert_eq!(paper.round(&gone).kind, DecisionKind::RestartThroughputJump);
+}
+
+/// Settles with lock-wait shares from `share` while the driver also reports
+/// progress at `rate(bound)` units per slice step.
+fn settle_with_progress(
+    params: SscParams,
+    share: &dyn Fn(u32) -> f64,
+    rate: &dyn Fn(u32) -> u64,
+) -> u32 {
+    let mut driver = Driver::new(params, 64, 64);
+    for _ in 0..200_000 {
+        let bound = driver.ctl.bound();
+        driver.ctl.observe_progress(rate(bound), driver.now);
+        if driver.slice(share).is_some()
+            && matches!(driver.ctl.search_state().unwrap().phase, Phase::Settled)
+        {
+            return driver.ctl.bound();
+        }
+    }
+    panic!("did not settle");
+}
+
+#[test]
+fn measured_progress_replaces_n_one_minus_p() {
+    // Single counter (paper 1, Sec. 4.6): n(1 - p) rises to 8 cores because
+    // cache misses lengthen the critical sections, while the counted
+    // progress is best on one core.
+    let share = unimodal(8);
+    let counter = |n: u32| 1_000 / u64::from(n);
+    assert_eq!(settle_with_progress(improved(), &share, &counter), 1);
+    let paper = SscParams::paper_2013();
+    assert_eq!(settle_with_progress(paper, &share, &counter), 8);
+    let no_progress = SscParams {
+        use_progress: false,
+        ..improved()
+    };
+    assert_eq!(settle_with_progress(no_progress, &share, &counter), 8);
+    // Progress that agrees with n(1 - p) finds the same optimum.
+    let agreeing = |n: u32| (100.0 * throughput(12, n)).round() as u64;
+    assert_eq!(
+        settle_with_progress(improved(), &unimodal(12), &agreeing),
+        12
+    );
 }

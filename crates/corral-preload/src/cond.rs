@@ -24,10 +24,13 @@ const FLAG_SHARED: u32 = 2;
 const _: () =
     assert!(core::mem::size_of::<CondWords>() <= core::mem::size_of::<libc::pthread_cond_t>());
 
+/// corral's view of the condition variable at `c`.
+///
+/// # Safety
+/// `c` points to a live `pthread_cond_t` that outlives `'a`.
 #[inline]
-fn words<'a>(c: *mut libc::pthread_cond_t) -> &'a CondWords {
-    // SAFETY: callers pass a live pthread_cond_t (POSIX precondition); the
-    // fields are atomics.
+unsafe fn words<'a>(c: *mut libc::pthread_cond_t) -> &'a CondWords {
+    // SAFETY: the function's contract; the fields are atomics.
     unsafe { &*(c as *const CondWords) }
 }
 
@@ -39,6 +42,10 @@ fn futex_op(flags: u32, op: c_int) -> c_int {
     }
 }
 
+/// POSIX `pthread_cond_init` on corral's locks.
+///
+/// # Safety
+/// `c` points to writable storage for a condition variable; `attr` is null or valid.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_cond_init(
     c: *mut libc::pthread_cond_t,
@@ -61,27 +68,48 @@ pub unsafe extern "C" fn pthread_cond_init(
     }
     // SAFETY: `c` points to writable storage for a condvar.
     unsafe { core::ptr::write_bytes(c, 0, 1) };
-    words(c).flags.store(flags, Ordering::Relaxed); // Relaxed: init happens before sharing.
+    // SAFETY: `c` now holds an initialised condition variable.
+    let w = unsafe { words(c) };
+    w.flags.store(flags, Ordering::Relaxed); // Relaxed: init happens before sharing.
     0
 }
 
+/// POSIX `pthread_cond_destroy` on corral's locks.
+///
+/// # Safety
+/// `c` points to a live condition variable and `m`, where given, to a mutex the caller holds; a timespec argument is valid.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_cond_destroy(_c: *mut libc::pthread_cond_t) -> c_int {
     0
 }
 
+/// POSIX `pthread_cond_signal` on corral's locks.
+///
+/// # Safety
+/// `c` points to a live condition variable and `m`, where given, to a mutex the caller holds; a timespec argument is valid.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_cond_signal(c: *mut libc::pthread_cond_t) -> c_int {
-    wake(c, 1)
+    // SAFETY: `c` is live (this function's contract).
+    unsafe { wake(c, 1) }
 }
 
+/// POSIX `pthread_cond_broadcast` on corral's locks.
+///
+/// # Safety
+/// `c` points to a live condition variable and `m`, where given, to a mutex the caller holds; a timespec argument is valid.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_cond_broadcast(c: *mut libc::pthread_cond_t) -> c_int {
-    wake(c, i32::MAX)
+    // SAFETY: `c` is live (this function's contract).
+    unsafe { wake(c, i32::MAX) }
 }
 
-fn wake(c: *mut libc::pthread_cond_t, n: i32) -> c_int {
-    let w = words(c);
+/// Wakes up to `n` waiters of `c`.
+///
+/// # Safety
+/// `c` points to a live condition variable.
+unsafe fn wake(c: *mut libc::pthread_cond_t, n: i32) -> c_int {
+    // SAFETY: the function's contract.
+    let w = unsafe { words(c) };
     // Release: a waiter that sees the new value sees what preceded the signal.
     w.seq.fetch_add(1, Ordering::Release);
     let op = futex_op(w.flags.load(Ordering::Relaxed), libc::FUTEX_WAKE);
@@ -90,29 +118,43 @@ fn wake(c: *mut libc::pthread_cond_t, n: i32) -> c_int {
     0
 }
 
+/// POSIX `pthread_cond_wait` on corral's locks.
+///
+/// # Safety
+/// `c` points to a live condition variable and `m`, where given, to a mutex the caller holds; a timespec argument is valid.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_cond_wait(
     c: *mut libc::pthread_cond_t,
     m: *mut libc::pthread_mutex_t,
 ) -> c_int {
-    wait(c, m, None)
+    // SAFETY: forwarding this function's contract.
+    unsafe { wait(c, m, None) }
 }
 
+/// POSIX `pthread_cond_timedwait` on corral's locks.
+///
+/// # Safety
+/// `c` points to a live condition variable and `m`, where given, to a mutex the caller holds; a timespec argument is valid.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_cond_timedwait(
     c: *mut libc::pthread_cond_t,
     m: *mut libc::pthread_mutex_t,
     abstime: *const libc::timespec,
 ) -> c_int {
-    let clock = if words(c).flags.load(Ordering::Relaxed) & FLAG_MONOTONIC != 0 {
+    // SAFETY: `c` is live (this function's contract).
+    let clock = if unsafe { words(c) }.flags.load(Ordering::Relaxed) & FLAG_MONOTONIC != 0 {
         libc::CLOCK_MONOTONIC
     } else {
         libc::CLOCK_REALTIME
     };
-    // SAFETY: POSIX requires a valid timespec.
-    wait(c, m, Some((clock, unsafe { *abstime })))
+    // SAFETY: forwarding this function's contract (a valid timespec).
+    unsafe { wait(c, m, Some((clock, *abstime))) }
 }
 
+/// POSIX `pthread_cond_clockwait` on corral's locks.
+///
+/// # Safety
+/// `c` points to a live condition variable and `m`, where given, to a mutex the caller holds; a timespec argument is valid.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_cond_clockwait(
     c: *mut libc::pthread_cond_t,
@@ -123,14 +165,18 @@ pub unsafe extern "C" fn pthread_cond_clockwait(
     if clock != libc::CLOCK_REALTIME && clock != libc::CLOCK_MONOTONIC {
         return libc::EINVAL;
     }
-    // SAFETY: POSIX requires a valid timespec.
-    wait(c, m, Some((clock, unsafe { *abstime })))
+    // SAFETY: forwarding this function's contract (a valid timespec).
+    unsafe { wait(c, m, Some((clock, *abstime))) }
 }
 
 /// Atomically (with respect to signallers, who bump `seq` after changing
 /// the predicate under the mutex) releases `m`, sleeps until a signal or
 /// the deadline, and re-acquires `m`. Spurious wake-ups are allowed.
-fn wait(
+///
+/// # Safety
+/// `c` points to a live condition variable and `m` to a mutex the caller
+/// holds.
+unsafe fn wait(
     c: *mut libc::pthread_cond_t,
     m: *mut libc::pthread_mutex_t,
     deadline: Option<(libc::clockid_t, libc::timespec)>,
@@ -140,11 +186,13 @@ fn wait(
             return libc::EINVAL;
         }
     }
-    let w = words(c);
+    // SAFETY: the function's contract.
+    let w = unsafe { words(c) };
     // Relaxed: read before the unlock; the mutex orders it after the
     // caller's predicate check.
     let seq = w.seq.load(Ordering::Relaxed);
-    let rc = unlock_for_wait(m);
+    // SAFETY: `m` is a mutex the caller holds.
+    let rc = unsafe { unlock_for_wait(m) };
     if rc != 0 {
         return rc;
     }
@@ -197,7 +245,8 @@ fn wait(
             }
         }
     }
-    relock_after_wait(m);
+    // SAFETY: `m` is the live mutex released above.
+    unsafe { relock_after_wait(m) };
     if timed_out {
         libc::ETIMEDOUT
     } else {

@@ -9,8 +9,6 @@
 //! (the static initialisers) are a valid unlocked lock, and a failure of
 //! corral's monitor leaves the program running on corral's plain locks.
 
-#![allow(clippy::missing_safety_doc)] // C ABI entry points: POSIX is their contract.
-
 mod cond;
 mod init;
 mod lockdispatch;

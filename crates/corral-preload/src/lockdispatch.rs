@@ -122,8 +122,8 @@ fn k42_table_full() -> ! {
 }
 
 /// Runs `$body` with `$l` bound to the lock of algorithm [`current`] that
-/// serves the mutex whose state begins at `$state` (a `*mut u8`, 8-aligned,
-/// 16 bytes) and whose address is `$addr`.
+/// serves the mutex whose state begins at `$state` and whose address is
+/// `$addr`. Contract: `$state` satisfies [`in_place`]'s safety conditions.
 macro_rules! with_lock {
     ($state:expr, $addr:expr, $l:ident => $body:expr) => {{
         use corral_locks::*;
@@ -133,35 +133,43 @@ macro_rules! with_lock {
                 $body
             }
             Algorithm::Tas => {
-                let $l: &TasLock = $crate::lockdispatch::in_place($state);
+                // SAFETY: `$state` is a mutex's state words (the macro's contract).
+                let $l: &TasLock = unsafe { $crate::lockdispatch::in_place($state) };
                 $body
             }
             Algorithm::Ttas => {
-                let $l: &TtasLock = $crate::lockdispatch::in_place($state);
+                // SAFETY: `$state` is a mutex's state words (the macro's contract).
+                let $l: &TtasLock = unsafe { $crate::lockdispatch::in_place($state) };
                 $body
             }
             Algorithm::Ticket => {
-                let $l: &TicketLock = $crate::lockdispatch::in_place($state);
+                // SAFETY: `$state` is a mutex's state words (the macro's contract).
+                let $l: &TicketLock = unsafe { $crate::lockdispatch::in_place($state) };
                 $body
             }
             Algorithm::TicketBackoff => {
-                let $l: &TicketBackoffLock = $crate::lockdispatch::in_place($state);
+                // SAFETY: `$state` is a mutex's state words (the macro's contract).
+                let $l: &TicketBackoffLock = unsafe { $crate::lockdispatch::in_place($state) };
                 $body
             }
             Algorithm::Mcs => {
-                let $l: &McsLock = $crate::lockdispatch::in_place($state);
+                // SAFETY: `$state` is a mutex's state words (the macro's contract).
+                let $l: &McsLock = unsafe { $crate::lockdispatch::in_place($state) };
                 $body
             }
             Algorithm::Clh => {
-                let $l: &ClhLock = $crate::lockdispatch::in_place($state);
+                // SAFETY: `$state` is a mutex's state words (the macro's contract).
+                let $l: &ClhLock = unsafe { $crate::lockdispatch::in_place($state) };
                 $body
             }
             Algorithm::Futex => {
-                let $l: &FutexLock = $crate::lockdispatch::in_place($state);
+                // SAFETY: `$state` is a mutex's state words (the macro's contract).
+                let $l: &FutexLock = unsafe { $crate::lockdispatch::in_place($state) };
                 $body
             }
             Algorithm::Adaptive => {
-                let $l: &AdaptiveLock = $crate::lockdispatch::in_place($state);
+                // SAFETY: `$state` is a mutex's state words (the macro's contract).
+                let $l: &AdaptiveLock = unsafe { $crate::lockdispatch::in_place($state) };
                 $body
             }
         }
@@ -173,11 +181,14 @@ pub(crate) use with_lock;
 pub const IN_PLACE_BYTES: usize = 16;
 
 /// The lock of type `L` stored at `state`.
+///
+/// # Safety
+/// `state` points to [`IN_PLACE_BYTES`] bytes of atomics inside a live,
+/// 8-aligned pthread object that corral owns, which outlives `'a`.
 #[inline]
-pub fn in_place<'a, L>(state: *mut u8) -> &'a L {
+pub unsafe fn in_place<'a, L>(state: *mut u8) -> &'a L {
     const { assert!(core::mem::size_of::<L>() <= IN_PLACE_BYTES && core::mem::align_of::<L>() <= 8) };
-    // SAFETY: callers pass 16 bytes of a live, 8-aligned pthread object that
-    // corral owns; every algorithm's all-zero bytes are its unlocked state,
-    // and its fields are atomics, so shared references are sound.
+    // SAFETY: the caller's contract; every algorithm's all-zero bytes are
+    // its unlocked state, and its fields are atomics like the bytes below.
     unsafe { &*(state as *const L) }
 }

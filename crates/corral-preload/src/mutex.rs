@@ -27,8 +27,9 @@ pub struct MutexWords {
     /// glibc's `__kind`: type in the low bits, flags above.
     kind: AtomicI32,
     _spins: u32,
-    /// The algorithm's lock state (zero = unlocked).
-    state: [u64; 2],
+    /// The algorithm's lock state (zero = unlocked); atomics, as the lock
+    /// types laid over it are.
+    state: [core::sync::atomic::AtomicU64; 2],
 }
 
 const _: () =
@@ -41,24 +42,32 @@ const ERRORCHECK: i32 = libc::PTHREAD_MUTEX_ERRORCHECK;
 /// process-shared bits of `__kind`: such mutexes stay glibc's.
 const GLIBC_ONLY: i32 = 16 | 32 | 64 | 128;
 
+/// corral's view of the mutex at `m`.
+///
+/// # Safety
+/// `m` points to a live `pthread_mutex_t` that outlives `'a` (POSIX's
+/// precondition on every mutex call); the fields touched concurrently are
+/// atomics.
 #[inline]
-fn words<'a>(m: *mut libc::pthread_mutex_t) -> &'a MutexWords {
-    // SAFETY: callers pass a pointer to a live pthread_mutex_t (POSIX's
-    // precondition); the fields read concurrently are atomics.
+unsafe fn words<'a>(m: *mut libc::pthread_mutex_t) -> &'a MutexWords {
+    // SAFETY: see the function's contract; MutexWords has the mutex's size.
     unsafe { &*(m as *const MutexWords) }
 }
 
-#[inline]
-fn state_ptr(m: *mut libc::pthread_mutex_t) -> *mut u8 {
-    // SAFETY: offset 24 of the 40-byte mutex, 8-aligned like the mutex.
-    unsafe { (m as *mut u8).add(24) }
+impl MutexWords {
+    /// Where the algorithm's state begins, and the key of a side-table lock.
+    #[inline]
+    fn state(&self) -> (*mut u8, usize) {
+        (self.state.as_ptr() as *mut u8, self as *const Self as usize)
+    }
 }
 
-/// Acquires corral's lock of `m`, waiting as the policy says.
+/// Acquires corral's lock of the mutex, waiting as the policy says.
 #[inline]
-fn acquire(m: *mut libc::pthread_mutex_t) {
+fn acquire(w: &MutexWords) {
     on_lock_attempt();
-    with_lock!(state_ptr(m), m as usize, l => {
+    let (state, key) = w.state();
+    with_lock!(state, key, l => {
         if !l.try_lock() {
             lock_contended(l, crate::lockdispatch::current().is_parking());
         }
@@ -66,16 +75,27 @@ fn acquire(m: *mut libc::pthread_mutex_t) {
 }
 
 #[inline]
-fn try_acquire(m: *mut libc::pthread_mutex_t) -> bool {
+fn try_acquire(w: &MutexWords) -> bool {
     on_lock_attempt();
-    with_lock!(state_ptr(m), m as usize, l => l.try_lock())
+    let (state, key) = w.state();
+    with_lock!(state, key, l => l.try_lock())
 }
 
 #[inline]
-fn release(m: *mut libc::pthread_mutex_t) {
-    // SAFETY: the caller holds the lock (checked for the checking types,
-    // POSIX's precondition for the normal one).
-    with_lock!(state_ptr(m), m as usize, l => unsafe { l.unlock() })
+fn is_locked(w: &MutexWords) -> bool {
+    let (state, key) = w.state();
+    with_lock!(state, key, l => l.is_locked())
+}
+
+/// Releases corral's lock of the mutex.
+///
+/// # Safety
+/// The calling thread holds it.
+#[inline]
+unsafe fn release(w: &MutexWords) {
+    let (state, key) = w.state();
+    // SAFETY: the caller holds the lock.
+    with_lock!(state, key, l => unsafe { l.unlock() })
 }
 
 /// What to do before acquiring a checking mutex: `Some(result)` returns at
@@ -106,6 +126,10 @@ fn took(w: &MutexWords, kind: i32) {
     }
 }
 
+/// POSIX `pthread_mutex_init` on corral's locks.
+///
+/// # Safety
+/// `m` points to writable storage for a mutex; `attr` is null or a valid attribute object.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_mutex_init(
     m: *mut libc::pthread_mutex_t,
@@ -132,7 +156,9 @@ pub unsafe extern "C" fn pthread_mutex_init(
     }
     // SAFETY: `m` points to writable storage for a mutex (POSIX precondition).
     unsafe { core::ptr::write_bytes(m, 0, 1) };
-    words(m).kind.store(kind, Ordering::Relaxed); // Relaxed: init happens before sharing.
+    // SAFETY: `m` now holds an initialised mutex.
+    let w = unsafe { words(m) };
+    w.kind.store(kind, Ordering::Relaxed); // Relaxed: init happens before sharing.
     0
 }
 
@@ -148,22 +174,32 @@ extern "C" {
     ) -> c_int;
 }
 
+/// POSIX `pthread_mutex_destroy` on corral's locks.
+///
+/// # Safety
+/// `m` points to a live mutex (POSIX's precondition); a timespec argument is valid.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_mutex_destroy(m: *mut libc::pthread_mutex_t) -> c_int {
-    let w = words(m);
+    // SAFETY: `m` is a live mutex (this function's contract).
+    let w = unsafe { words(m) };
     if w.kind.load(Ordering::Relaxed) & GLIBC_ONLY != 0 {
         // SAFETY: forwarding to glibc, which owns this mutex's layout.
         return unsafe { (real().mutex_destroy)(m) };
     }
-    if with_lock!(state_ptr(m), m as usize, l => l.is_locked()) {
+    if is_locked(w) {
         return libc::EBUSY;
     }
     0
 }
 
+/// POSIX `pthread_mutex_lock` on corral's locks.
+///
+/// # Safety
+/// `m` points to a live mutex (POSIX's precondition); a timespec argument is valid.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_mutex_lock(m: *mut libc::pthread_mutex_t) -> c_int {
-    let w = words(m);
+    // SAFETY: `m` is a live mutex (this function's contract).
+    let w = unsafe { words(m) };
     let kind = w.kind.load(Ordering::Relaxed); // Relaxed: fixed since init.
     if kind & GLIBC_ONLY != 0 {
         // SAFETY: forwarding to glibc, which owns this mutex's layout.
@@ -175,14 +211,19 @@ pub unsafe extern "C" fn pthread_mutex_lock(m: *mut libc::pthread_mutex_t) -> c_
             return rc;
         }
     }
-    acquire(m);
+    acquire(w);
     took(w, kind & (RECURSIVE | ERRORCHECK));
     0
 }
 
+/// POSIX `pthread_mutex_trylock` on corral's locks.
+///
+/// # Safety
+/// `m` points to a live mutex (POSIX's precondition); a timespec argument is valid.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut libc::pthread_mutex_t) -> c_int {
-    let w = words(m);
+    // SAFETY: `m` is a live mutex (this function's contract).
+    let w = unsafe { words(m) };
     let kind = w.kind.load(Ordering::Relaxed); // Relaxed: fixed since init.
     if kind & GLIBC_ONLY != 0 {
         // SAFETY: forwarding to glibc, which owns this mutex's layout.
@@ -194,16 +235,21 @@ pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut libc::pthread_mutex_t) ->
             return rc;
         }
     }
-    if !try_acquire(m) {
+    if !try_acquire(w) {
         return libc::EBUSY;
     }
     took(w, kind & (RECURSIVE | ERRORCHECK));
     0
 }
 
+/// POSIX `pthread_mutex_unlock` on corral's locks.
+///
+/// # Safety
+/// `m` points to a live mutex (POSIX's precondition); a timespec argument is valid.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut libc::pthread_mutex_t) -> c_int {
-    let w = words(m);
+    // SAFETY: `m` is a live mutex (this function's contract).
+    let w = unsafe { words(m) };
     let kind = w.kind.load(Ordering::Relaxed); // Relaxed: fixed since init.
     if kind & GLIBC_ONLY != 0 {
         // SAFETY: forwarding to glibc, which owns this mutex's layout.
@@ -223,10 +269,15 @@ pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut libc::pthread_mutex_t) -> 
         w.owner.store(0, Ordering::Relaxed);
         w.count.store(0, Ordering::Relaxed);
     }
-    release(m);
+    // SAFETY: the owner check above, or POSIX's precondition for a normal mutex.
+    unsafe { release(w) };
     0
 }
 
+/// POSIX `pthread_mutex_timedlock` on corral's locks.
+///
+/// # Safety
+/// `m` points to a live mutex (POSIX's precondition); a timespec argument is valid.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_mutex_timedlock(
     m: *mut libc::pthread_mutex_t,
@@ -236,6 +287,10 @@ pub unsafe extern "C" fn pthread_mutex_timedlock(
     unsafe { clocklock(m, libc::CLOCK_REALTIME, abstime, true) }
 }
 
+/// POSIX `pthread_mutex_clocklock` on corral's locks.
+///
+/// # Safety
+/// `m` points to a live mutex (POSIX's precondition); a timespec argument is valid.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_mutex_clocklock(
     m: *mut libc::pthread_mutex_t,
@@ -248,13 +303,17 @@ pub unsafe extern "C" fn pthread_mutex_clocklock(
 
 /// Polls for the lock until `abstime` on `clock`: a queue lock cannot leave
 /// its queue, so a bounded wait never joins one.
+///
+/// # Safety
+/// `m` points to a live mutex; `abstime` to a valid timespec.
 unsafe fn clocklock(
     m: *mut libc::pthread_mutex_t,
     clock: libc::clockid_t,
     abstime: *const libc::timespec,
     timed: bool,
 ) -> c_int {
-    let w = words(m);
+    // SAFETY: `m` is a live mutex (this function's contract).
+    let w = unsafe { words(m) };
     let raw_kind = w.kind.load(Ordering::Relaxed); // Relaxed: fixed since init.
     if raw_kind & GLIBC_ONLY != 0 {
         // SAFETY: forwarding to glibc, which owns this mutex's layout.
@@ -272,7 +331,7 @@ unsafe fn clocklock(
             return rc;
         }
     }
-    if try_acquire(m) {
+    if try_acquire(w) {
         took(w, kind & (RECURSIVE | ERRORCHECK));
         return 0;
     }
@@ -286,7 +345,7 @@ unsafe fn clocklock(
     }
     let start = now_ticks();
     let rc = loop {
-        if try_acquire(m) {
+        if try_acquire(w) {
             break 0;
         }
         if crate::cond::passed(clock, &deadline) {
@@ -313,13 +372,19 @@ fn pause_briefly() {
 }
 
 /// Unlocks `m` for a condition wait; the error a plain unlock would give.
-pub(crate) fn unlock_for_wait(m: *mut libc::pthread_mutex_t) -> c_int {
+///
+/// # Safety
+/// `m` points to a live mutex.
+pub(crate) unsafe fn unlock_for_wait(m: *mut libc::pthread_mutex_t) -> c_int {
     // SAFETY: forwarding the caller's mutex.
     unsafe { pthread_mutex_unlock(m) }
 }
 
 /// Re-locks `m` after a condition wait.
-pub(crate) fn relock_after_wait(m: *mut libc::pthread_mutex_t) {
+///
+/// # Safety
+/// `m` points to a live mutex.
+pub(crate) unsafe fn relock_after_wait(m: *mut libc::pthread_mutex_t) {
     // SAFETY: forwarding the caller's mutex.
     unsafe { pthread_mutex_lock(m) };
 }

@@ -9,18 +9,26 @@ use corral_locks::{RawLock, TtasLock};
 use corral_runtime::registry::on_lock_attempt;
 use corral_runtime::waiting::lock_contended;
 
+/// The TTAS lock laid over the spin lock at `s`.
+///
+/// # Safety
+/// `s` points to a live `pthread_spinlock_t` that outlives `'a`.
 #[inline]
-fn lock_of<'a>(s: *mut libc::pthread_spinlock_t) -> &'a TtasLock {
+unsafe fn lock_of<'a>(s: *mut libc::pthread_spinlock_t) -> &'a TtasLock {
     const {
         assert!(
             core::mem::size_of::<TtasLock>() <= core::mem::size_of::<libc::pthread_spinlock_t>()
         )
     };
-    // SAFETY: a live, int-aligned spinlock (POSIX precondition); TTAS's
-    // state is one atomic byte whose zero is unlocked.
+    // SAFETY: the function's contract; TTAS's state is one atomic byte
+    // whose zero is unlocked, inside the int-aligned spin lock.
     unsafe { &*(s as *const TtasLock) }
 }
 
+/// POSIX `pthread_spin_init` on corral's locks.
+///
+/// # Safety
+/// `s` points to writable storage for a spin lock.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_spin_init(
     s: *mut libc::pthread_spinlock_t,
@@ -32,31 +40,49 @@ pub unsafe extern "C" fn pthread_spin_init(
     0
 }
 
+/// POSIX `pthread_spin_destroy` on corral's locks.
+///
+/// # Safety
+/// `s` points to a live spin lock; unlock only by its holder.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_spin_destroy(_s: *mut libc::pthread_spinlock_t) -> c_int {
     0
 }
 
+/// POSIX `pthread_spin_lock` on corral's locks.
+///
+/// # Safety
+/// `s` points to a live spin lock; unlock only by its holder.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_spin_lock(s: *mut libc::pthread_spinlock_t) -> c_int {
     on_lock_attempt();
-    let l = lock_of(s);
+    // SAFETY: `s` is live (this function's contract).
+    let l = unsafe { lock_of(s) };
     if !l.try_lock() {
         lock_contended(l, false);
     }
     0
 }
 
+/// POSIX `pthread_spin_trylock` on corral's locks.
+///
+/// # Safety
+/// `s` points to a live spin lock; unlock only by its holder.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_spin_trylock(s: *mut libc::pthread_spinlock_t) -> c_int {
     on_lock_attempt();
-    if lock_of(s).try_lock() {
+    // SAFETY: `s` is live (this function's contract).
+    if unsafe { lock_of(s) }.try_lock() {
         0
     } else {
         libc::EBUSY
     }
 }
 
+/// POSIX `pthread_spin_unlock` on corral's locks.
+///
+/// # Safety
+/// `s` points to a live spin lock; unlock only by its holder.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_spin_unlock(s: *mut libc::pthread_spinlock_t) -> c_int {
     // SAFETY: the caller holds the spin lock (POSIX precondition).

@@ -34,6 +34,9 @@ pub struct Slot {
     pub tid: AtomicI32,
     /// Placement chosen by the monitor (`WANT_*`).
     pub want: AtomicU32,
+    /// Bumped after every change of `want` or of the set it names: the one
+    /// word a thread compares at each lock attempt.
+    pub placement_seq: AtomicU32,
     /// Placement the thread last applied to itself (`WANT_*`).
     pub applied: AtomicU32,
     /// Set by the monitor once the thread has exited.
@@ -46,6 +49,7 @@ impl Slot {
             wait: WaitCounter::new(),
             tid: AtomicI32::new(0),
             want: AtomicU32::new(WANT_ANY),
+            placement_seq: AtomicU32::new(0),
             applied: AtomicU32::new(WANT_ANY),
             gone: AtomicBool::new(false),
         }
@@ -57,8 +61,6 @@ static SLOTS: [Slot; MAX_THREADS] = [const { Slot::new() }; MAX_THREADS];
 static CLAIMED: AtomicU32 = AtomicU32::new(0);
 /// Whether threads apply placements (policy `lca` with a live monitor).
 static MANAGED: AtomicBool = AtomicBool::new(false);
-/// Bumped whenever the masks below change.
-static MASK_GEN: AtomicU32 = AtomicU32::new(0);
 /// The SSC's CPUs.
 pub static SSC_MASK: AtomicCpuMask = AtomicCpuMask::new();
 /// The general CPUs (the SSC's complement, or every CPU when it is empty).
@@ -76,7 +78,7 @@ struct Local {
     slot: Cell<u32>,
     tid: Cell<i32>,
     applied_want: Cell<u32>,
-    applied_gen: Cell<u32>,
+    applied_seq: Cell<u32>,
 }
 
 std::thread_local! {
@@ -86,7 +88,7 @@ std::thread_local! {
             slot: Cell::new(UNREGISTERED),
             tid: Cell::new(0),
             applied_want: Cell::new(WANT_ANY),
-            applied_gen: Cell::new(0),
+            applied_seq: Cell::new(0),
         }
     };
 }
@@ -116,18 +118,14 @@ pub fn on_lock_attempt() -> bool {
         if slot == UNREGISTERED {
             slot = register(l);
         }
-        // Relaxed: a hint; a stale read moves the thread one lock later.
-        if !MANAGED.load(Ordering::Relaxed) {
-            return false;
-        }
         let Some(s) = SLOTS.get(slot as usize) else {
             return false;
         };
-        let want = s.want.load(Ordering::Relaxed);
-        // Acquire: the masks stored before the generation bump are visible.
-        let gen = MASK_GEN.load(Ordering::Acquire);
-        if want != l.applied_want.get() || (want != WANT_ANY && gen != l.applied_gen.get()) {
-            migrate(l, s, want, gen);
+        // Acquire: the placement and masks stored before the bump are
+        // visible. Never bumped without a policy, so one compare suffices.
+        let seq = s.placement_seq.load(Ordering::Acquire);
+        if seq != l.applied_seq.get() {
+            migrate(l, s, seq);
         }
         l.applied_want.get() == WANT_SSC
     })
@@ -171,7 +169,8 @@ fn reuse_gone_slot() -> Option<usize> {
 
 #[cold]
 #[inline(never)]
-fn migrate(l: &Local, s: &Slot, want: u32, gen: u32) {
+fn migrate(l: &Local, s: &Slot, seq: u32) {
+    let want = s.want.load(Ordering::Relaxed); // Relaxed: ordered by the seq's Acquire.
     let mask = match want {
         WANT_SSC => &SSC_MASK,
         WANT_GENERAL => &GENERAL_MASK,
@@ -180,8 +179,18 @@ fn migrate(l: &Local, s: &Slot, want: u32, gen: u32) {
     // A refused move is not retried until the placement changes again.
     mask.apply(0);
     l.applied_want.set(want);
-    l.applied_gen.set(gen);
+    l.applied_seq.set(seq);
     s.applied.store(want, Ordering::Relaxed); // Relaxed: read by the monitor as a hint.
+}
+
+/// Sets the placement of slot `i`; its thread applies it at its next lock.
+pub fn set_want(i: usize, want: u32) {
+    let s = &SLOTS[i];
+    // Relaxed: published by the Release bump.
+    if s.want.load(Ordering::Relaxed) != want {
+        s.want.store(want, Ordering::Relaxed);
+        s.placement_seq.fetch_add(1, Ordering::Release);
+    }
 }
 
 /// Slots handed out so far (capped at the capacity).
@@ -208,8 +217,13 @@ pub fn is_managed() -> bool {
 pub fn publish_masks(ssc: &[u32], general: &[u32]) {
     SSC_MASK.store(ssc);
     GENERAL_MASK.store(general);
-    // Release: the masks are visible to whoever sees the new generation.
-    MASK_GEN.fetch_add(1, Ordering::Release);
+    for s in &SLOTS[..slots_in_use()] {
+        // Relaxed: a hint; the bump below publishes.
+        if s.want.load(Ordering::Relaxed) != WANT_ANY {
+            // Release: the masks are visible to whoever sees the bump.
+            s.placement_seq.fetch_add(1, Ordering::Release);
+        }
+    }
 }
 
 /// Sets the brief spin of waiters under the SSC policy.
@@ -232,6 +246,7 @@ pub fn reset_after_fork() {
     for s in &SLOTS[..used] {
         s.tid.store(0, Ordering::Relaxed); // Relaxed: single-threaded here.
         s.want.store(WANT_ANY, Ordering::Relaxed);
+        s.placement_seq.store(0, Ordering::Relaxed);
         s.applied.store(WANT_ANY, Ordering::Relaxed);
         s.gone.store(false, Ordering::Relaxed);
         s.wait.take();
@@ -242,7 +257,7 @@ pub fn reset_after_fork() {
         l.slot.set(UNREGISTERED);
         l.tid.set(0);
         l.applied_want.set(WANT_ANY);
-        l.applied_gen.set(0);
+        l.applied_seq.set(0);
     });
     START_MASK.apply(0);
 }

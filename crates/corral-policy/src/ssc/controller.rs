@@ -165,7 +165,7 @@ impl SscController {
                 {
                     if let Some(mut voting) = try_voting(&self.voting) {
                         // Re-checked under the lock: another thread may have decided.
-                        if self.votes_suffice(&voting) {
+                        if self.votes_suffice(&voting, now) {
                             out.decision = Some(self.determine(&mut voting, now));
                         }
                     }
@@ -187,15 +187,29 @@ impl SscController {
     }
 
     /// Alg. 3 line 20 (voted time above `bound x vote_slice_per_core`), plus
-    /// corral's vote count (see [`SscParams::votes_per_ssc_core`]).
+    /// corral's vote count (see [`SscParams::votes_per_ssc_core`]); with
+    /// measured progress, also a window as long as the votes' mean slice
+    /// (slices ending together would otherwise give a near-empty window).
     #[inline]
-    fn votes_suffice(&self, voting: &Voting) -> bool {
+    fn votes_suffice(&self, voting: &Voting, now: Nanos) -> bool {
+        if self.measures_progress() {
+            let window = now.saturating_sub(self.progress_since.load(HINT));
+            if window == 0 || window < voting.slice / u64::from(voting.votes.max(1)) {
+                return false;
+            }
+        }
         let bound = self.bound();
         let needed = bound
             .saturating_mul(self.params.votes_per_ssc_core)
             .min(self.lock_intensive())
             .max(u32::from(self.params.votes_per_ssc_core > 0));
         voting.slice > u64::from(bound) * self.params.vote_slice_per_core && voting.votes >= needed
+    }
+
+    /// Whether rounds compare measured progress rates.
+    #[inline]
+    pub(super) fn measures_progress(&self) -> bool {
+        self.params.use_progress && self.progress_reported.load(HINT)
     }
 
     /// Progress report from the driver: `count` units of useful work (lock

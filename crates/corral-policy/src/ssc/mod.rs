@@ -240,10 +240,10 @@ impl SscController {
         let since = self.progress_since.load(HINT);
         let elapsed = now.saturating_sub(since);
         let progress = self.progress.load(HINT);
-        let measured = (self.params.use_progress
-            && self.progress_reported.load(HINT)
-            && elapsed > 0)
-            .then(|| progress as f64 * 1e6 / elapsed as f64);
+        // Per millisecond; `votes_suffice` keeps the window non-empty.
+        let measured = self
+            .measures_progress()
+            .then(|| progress as f64 * 1e6 / elapsed.max(1) as f64);
         let round = Round {
             measured,
             bound,
@@ -269,6 +269,10 @@ impl SscController {
         } else if let Some(new_bound) = step.new_bound {
             self.move_bound(voting, new_bound, now);
             decision.bound_after = new_bound;
+        } else if self.params.votes_per_ssc_core > 0 {
+            // Disjoint rounds: each round is fresh evidence, so confirmations
+            // (and jump confirmations) are independent readings.
+            self.clear_votes(voting, now);
         } else {
             // Alg. 4 line 50: SHRINK_VOTING(1, 2) lets older votes fade.
             voting.locking /= 2;
@@ -289,16 +293,20 @@ impl SscController {
     /// 20-23, 52).
     fn move_bound(&self, voting: &mut Voting, new_bound: u32, now: Nanos) {
         self.bound.store(new_bound.max(1), HINT);
+        self.clear_votes(voting, now.saturating_add(self.params.vote_warmup));
+        self.remig_next
+            .store(now.saturating_add(self.params.research_interval), HINT);
+        self.settled_at.fetch_max(now, HINT);
+    }
+
+    /// Drops every vote and starts the progress window at `progress_from`.
+    fn clear_votes(&self, voting: &mut Voting, progress_from: Nanos) {
         voting.locking = 0;
         voting.slice = 0;
         voting.votes = 0;
         self.voted_slice.store(0, HINT);
         self.progress.store(0, HINT);
-        self.progress_since
-            .store(now.saturating_add(self.params.vote_warmup), HINT);
-        self.remig_next
-            .store(now.saturating_add(self.params.research_interval), HINT);
-        self.settled_at.fetch_max(now, HINT);
+        self.progress_since.store(progress_from, HINT);
     }
 
     /// Alg. 3 lines 31-34: bound back to the start, votes cleared, climbing

@@ -64,12 +64,15 @@ pub struct SscParams {
     /// about 30 SSC cores one 4 ms slice exceeds `bound x 134.7 us`, so
     /// without it a round's T rests on a single slice. 1 (one slice per SSC
     /// core, i.e. about one slice length per round); 0 is the paper's rule.
+    /// Non-zero also makes rounds disjoint (votes cleared after a round
+    /// instead of halved as in Alg. 4 line 50), so confirmations are
+    /// independent readings.
     pub votes_per_ssc_core: u32,
     /// Consecutive settled rounds outside [beta, alpha] (on the same side)
-    /// before a throughput jump restarts the search. Paper 1, Alg. 4 line 45:
-    /// 1. corral: 2, so one noisy round cannot undo a settled search while a
-    /// real behaviour change (which persists) still restarts it one round
-    /// later.
+    /// before a throughput jump restarts the search. Paper 1 (Alg. 4 line
+    /// 45) restarts on the first; corral waits for 2, so one noisy round
+    /// cannot undo a settled search while a real behaviour change (which
+    /// persists) still restarts it one round later.
     pub jump_confirmations: u32,
     /// Compare measured progress (see `SscController::observe_progress`:
     /// lock acquisitions of lock-intensive threads per unit time) instead of
@@ -132,9 +135,9 @@ impl Default for SscParams {
             max_bound: 0,
             migrate_back: true,
             release_peer_fraction: 0.5,
-            // About one CFS slice: long enough for freshly moved threads to
-            // drain the old contention, short against a search round.
-            vote_warmup: 10_000_000,
+            // One CFS slice (4 ms minimum granularity): the cores joining
+            // or leaving the SSC rebalance; arrivals are handled per thread.
+            vote_warmup: 4_000_000,
             votes_per_ssc_core: 1,
             jump_confirmations: 2,
             use_progress: true,

@@ -179,13 +179,15 @@ impl SearchState {
     }
 
     /// Begins the pattern search around `center` with step `center / 2`.
+    /// The doubling reached `center` from `center / 2` because T rose, so
+    /// that side is not probed again (`moved_dir` = +1).
     fn start_refine(&mut self, round: Round, center: u32, center_thro: f64) -> Step {
         let refine = Refine {
             center,
             center_thro,
             step: center / 2,
             dir: 1,
-            moved_dir: 0,
+            moved_dir: 1,
             probe: center,
             streak: 0,
         };

@@ -20,7 +20,7 @@ pub struct DemoArgs {
     #[arg(long = "lock", value_name = "ALG", default_value = "ticket", value_parser = super::run::parse_alg)]
     pub lock: Algorithm,
     /// Length of each point.
-    #[arg(long, value_name = "MS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "MS", default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..))]
     pub duration_ms: u64,
     /// Print one JSON document instead of the table and verdict.
     #[arg(long)]

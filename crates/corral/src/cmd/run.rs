@@ -194,7 +194,7 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
     }
     let report = build_report(&cfg, code, outcome.stats.as_ref(), events);
     if !args.quiet {
-        eprintln!("{}", summary(&report, outcome.stats.is_some()));
+        eprintln!("{}", summary(&report, outcome.stats.as_ref()));
     }
     if let Some(path) = &args.report {
         let text = serde_json::to_string_pretty(&report).map_err(|e| CliError(e.to_string()))?;
@@ -275,15 +275,15 @@ pub fn build_report(
 }
 
 /// The human summary printed at exit.
-pub fn summary(r: &RunReport, had_stats: bool) -> String {
-    if !had_stats {
+pub fn summary(r: &RunReport, stats: Option<&StatsSnapshot>) -> String {
+    let Some(stats) = stats else {
         return format!(
             "corral: policy {}, lock {}: exit {}; no stats (the runtime did not start)",
             r.policy.name(),
             r.lock,
             r.exit_code
         );
-    }
+    };
     let intensive = r.threads.iter().filter(|t| t.lock_intensive).count();
     let mut top: Vec<&ThreadReport> = r.threads.iter().collect();
     top.sort_by(|a, b| b.wait_share.total_cmp(&a.wait_share));
@@ -292,10 +292,7 @@ pub fn summary(r: &RunReport, had_stats: bool) -> String {
         .take(4)
         .map(|t| format!("{}:{:.1}%", t.tid, 100.0 * t.wait_share))
         .collect();
-    let bound = r
-        .ssc
-        .last()
-        .map_or("none".to_string(), |p| p.bound.to_string());
+    let bound = stats.ssc_bound.to_string();
     format!(
         "corral: policy {}, lock {}: {} threads locked, {} lock-intensive; SSC size {}; {} decisions; \
          highest wait shares {}",

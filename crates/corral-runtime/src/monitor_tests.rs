@@ -1,0 +1,88 @@
+//! Tests of the monitor: classification, placement and the decision log.
+
+use super::*;
+use crate::events::read_log;
+use crate::waiting::thread_cpu_ns;
+use std::sync::mpsc;
+
+/// Registers a thread that reports `wait_ns` of lock waiting over at
+/// least `cpu_ns` of CPU time, then parks until told to exit.
+fn thread_with_share(
+    wait_ns: u64,
+    cpu_ns: u64,
+) -> (i32, usize, mpsc::Sender<()>, std::thread::JoinHandle<()>) {
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let (exit_tx, exit_rx) = mpsc::channel::<()>();
+    let handle = std::thread::spawn(move || {
+        registry::on_lock_attempt();
+        let tid = registry::current_tid();
+        let index = (0..registry::slots_in_use())
+            .find(|&i| registry::slot(i).tid.load(Ordering::Acquire) == tid)
+            .unwrap();
+        ready_tx.send((tid, index)).unwrap();
+        exit_rx.recv().unwrap();
+        let start = thread_cpu_ns();
+        while thread_cpu_ns() < start + cpu_ns {
+            std::hint::black_box(0u64);
+        }
+        registry::slot(index)
+            .wait
+            .record(corral_locks::wait::ns_to_ticks(wait_ns));
+        exit_rx.recv().unwrap();
+    });
+    let (tid, index) = ready_rx.recv().unwrap();
+    (tid, index, exit_tx, handle)
+}
+
+#[test]
+fn a_waiting_thread_qualifies_and_is_placed_on_the_ssc_and_others_on_the_rest() {
+    let cfg = RuntimeConfig {
+        slice_ns: 1_000_000,
+        ..RuntimeConfig::default()
+    };
+    let path =
+        std::env::temp_dir().join(format!("corral-monitor-test.{}.jsonl", std::process::id()));
+    let mut m = Monitor::new(
+        cfg,
+        vec![0, 1],
+        None,
+        Some(EventLog::create(&path).unwrap()),
+    );
+    let (hot_tid, hot, hot_go, hot_join) = thread_with_share(900_000, 2_000_000);
+    let (_, cold, cold_go, cold_join) = thread_with_share(0, 2_000_000);
+    m.tick(); // both threads seen: windows open
+    hot_go.send(()).unwrap();
+    cold_go.send(()).unwrap();
+    // Each thread burns its CPU, records its waits and parks again.
+    while registry::slot(hot).wait.snapshot().1 == 0 {
+        std::thread::yield_now();
+    }
+    while crate::waiting::cpu_ns_of(registry::slot(cold).tid.load(Ordering::Relaxed)).unwrap_or(0)
+        < 2_000_000
+    {
+        std::thread::yield_now();
+    }
+    m.tick();
+    assert_eq!(registry::slot(hot).want.load(Ordering::Relaxed), WANT_SSC);
+    assert_eq!(
+        registry::slot(cold).want.load(Ordering::Relaxed),
+        WANT_GENERAL
+    );
+    assert_eq!(m.ctrl.as_ref().unwrap().lock_intensive(), 1);
+    assert_eq!(registry::SSC_MASK.cpus(), vec![0]);
+    assert_eq!(registry::GENERAL_MASK.cpus(), vec![1]);
+    hot_go.send(()).unwrap();
+    cold_go.send(()).unwrap();
+    hot_join.join().unwrap();
+    cold_join.join().unwrap();
+    m.tick(); // both gone
+    drop(m);
+    let events = read_log(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, Event::Qualified { tid, .. } if *tid == hot_tid)));
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, Event::Exited { tid, .. } if *tid == hot_tid)));
+}
