@@ -1,15 +1,38 @@
 #!/usr/bin/env bash
-# Installs the Debian packages corral's optional checks use: clang, llvm and
-# the libbpf headers to rebuild and check the kernel-lock BPF object. The
-# build and the tests need none of them; run as root (CI is).
+# Debian packages corral's tests use, installed where missing (run as root;
+# CI is):
+#   required: a C compiler for tests/c, and the real multithreaded programs
+#             of tests/real-programs.sh;
+#   optional: clang, llvm and libbpf headers, so the tests can check that the
+#             committed BPF object matches its source (skipped without them).
 set -euo pipefail
-if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
-    echo "ci-deps: not root or no apt-get; skipping (the tests do not need these)" >&2
+need=()
+command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
+command -v xz >/dev/null 2>&1 || need+=(xz-utils)
+command -v zstd >/dev/null 2>&1 || need+=(zstd)
+command -v pigz >/dev/null 2>&1 || need+=(pigz)
+command -v pbzip2 >/dev/null 2>&1 || need+=(pbzip2)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
+optional=()
+command -v clang >/dev/null 2>&1 || optional+=(clang llvm)
+[[ -f /usr/include/bpf/bpf_helpers.h ]] || optional+=(libbpf-dev)
+if [[ ${#need[@]} -eq 0 && ${#optional[@]} -eq 0 ]]; then
     exit 0
 fi
-if command -v clang >/dev/null 2>&1 && [[ -f /usr/include/bpf/bpf_helpers.h ]]; then
+if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
+    if [[ ${#need[@]} -gt 0 ]]; then
+        echo "ci-deps: missing ${need[*]}; not root or no apt-get to install them" >&2
+        exit 1
+    fi
+    echo "ci-deps: skipping optional ${optional[*]} (not root or no apt-get)" >&2
     exit 0
 fi
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
-apt-get install -y -q --no-install-recommends clang llvm libbpf-dev
+if [[ ${#need[@]} -gt 0 ]]; then
+    apt-get install -y -q --no-install-recommends "${need[@]}"
+fi
+if [[ ${#optional[@]} -gt 0 ]]; then
+    apt-get install -y -q --no-install-recommends "${optional[@]}" ||
+        echo "ci-deps: optional ${optional[*]} not installed; the BPF object check is skipped" >&2
+fi

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Every test corral has: the workspace's unit, integration and property
-# tests, then the loom model checks of the lock algorithms.
+# tests; the loom model checks of the lock algorithms; the C programs and
+# real Debian programs under the preload (scripts/ci-deps.sh installs what
+# those need).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,3 +12,12 @@ cargo test --workspace --all-targets
 echo "== loom model checks (corral-locks)"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
     cargo test -p corral-locks --release --test loom
+
+echo "== C programs with and without libcorral_preload.so"
+cargo build --release -q -p corral -p corral-preload
+tests/run-c-tests.sh
+
+echo "== real programs under corral run"
+tests/real-programs.sh
+
+echo "suites: 4 passed, 0 failed"

@@ -5,7 +5,7 @@
 #
 #   tests/real-programs.sh [CORRAL]   (default: target/release/corral, built if missing)
 #
-# Needs xz-utils, zstd, pigz, pbzip2 and coreutils (tests/ci-deps.sh
+# Needs xz-utils, zstd, pigz, pbzip2 and coreutils (scripts/ci-deps.sh
 # installs them); a missing program fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."

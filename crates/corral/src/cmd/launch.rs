@@ -125,6 +125,19 @@ pub fn launch(
     events: Option<&Path>,
     output: Output,
 ) -> Result<(Outcome, Vec<u8>), CliError> {
+    launch_observed(cfg, preload, prog, events, output, &|_| {})
+}
+
+/// [`launch`], calling `on_spawn` with the child's pid as soon as it exists
+/// (the kernel-lock monitor starts tracking it there).
+pub fn launch_observed(
+    cfg: &RuntimeConfig,
+    preload: Option<&Path>,
+    prog: &[String],
+    events: Option<&Path>,
+    output: Output,
+    on_spawn: &dyn Fn(i32),
+) -> Result<(Outcome, Vec<u8>), CliError> {
     let (name, args) = prog
         .split_first()
         .ok_or_else(|| CliError("no program given".into()))?;
@@ -154,6 +167,7 @@ pub fn launch(
         .spawn()
         .map_err(|e| CliError(format!("cannot start '{name}': {e}")))?;
     let pid = child.id() as i32;
+    on_spawn(pid);
     let out = child
         .wait_with_output()
         .map_err(|e| CliError(format!("waiting for '{name}': {e}")))?;

@@ -10,7 +10,8 @@ use corral_runtime::events::{read_log, Event};
 use corral_runtime::stats::StatsSnapshot;
 use serde::Serialize;
 
-use super::launch::{exit_code, find_preload, launch, resolve_program, Output};
+use super::launch::{exit_code, find_preload, launch_observed, resolve_program, Output};
+use corral_runtime::kernel::KernelReport;
 use crate::CliError;
 
 /// Arguments of `corral run`.
@@ -159,6 +160,10 @@ pub struct RunReport {
     pub threads: Vec<ThreadReport>,
     pub ssc: Vec<SscPoint>,
     pub decisions: Vec<Event>,
+    /// With `--kernel-locks`: kernel lock waiting per thread and slice, the
+    /// SSC decisions and the affinity applied (read back).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<KernelReport>,
 }
 
 pub fn run(args: RunArgs) -> Result<(), CliError> {
@@ -178,13 +183,22 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
         }
         (None, false) => None,
     };
-    let (outcome, _) = launch(
+    // Loaded before the spawn so that none of the child's early forks is
+    // missed; a refusal stops here, before PROG starts.
+    let kernel = super::run_kernel::before_spawn(&args.kernel)?;
+    let (outcome, _) = launch_observed(
         &cfg,
         Some(&preload),
         &args.prog,
         events_path.as_deref(),
         Output::Inherit,
+        &|pid| {
+            if let Some(k) = &kernel {
+                k.track(pid);
+            }
+        },
     )?;
+    let kernel_report = kernel.map(|k| k.finish());
     let code = exit_code(outcome.status);
     let events = events_path.as_deref().map(read_events).unwrap_or_default();
     if scratch_events {
@@ -192,7 +206,8 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
             let _ = std::fs::remove_file(p);
         }
     }
-    let report = build_report(&cfg, code, outcome.stats.as_ref(), events);
+    let mut report = build_report(&cfg, code, outcome.stats.as_ref(), events);
+    report.kernel = kernel_report;
     if !args.quiet {
         eprintln!("{}", summary(&report, outcome.stats.as_ref()));
     }
@@ -271,6 +286,7 @@ pub fn build_report(
         threads,
         ssc,
         decisions,
+        kernel: None,
     }
 }
 

@@ -105,23 +105,11 @@ pub fn prepare(options: &KernelOptions) -> Result<Option<KernelRun>, CliError> {
 /// `corral run`, before spawning the program: with `--kernel-locks`, loads
 /// and starts a session tracking nothing yet (then [`KernelRun::track`] the
 /// child, so none of its forks is missed); `Ok(None)` without it.
-#[allow(dead_code)] // cmd/run.rs calls it once the runtime issue lands
 pub fn before_spawn(args: &KernelArgs) -> Result<Option<KernelRun>, CliError> {
     if !args.kernel_locks {
         return Ok(None);
     }
     prepare(&args.options)
-}
-
-/// `corral run`, after spawning: [`before_spawn`] and [`KernelRun::track`]
-/// in one (forks the child made before it returns are missed).
-#[allow(dead_code)] // cmd/run.rs calls it once the runtime issue lands
-pub fn start(args: &KernelArgs, child_pid: i32) -> Result<Option<KernelRun>, CliError> {
-    let run = before_spawn(args)?;
-    if let Some(run) = &run {
-        run.track(child_pid);
-    }
-    Ok(run)
 }
 
 /// The `q` quantile of per-slice shares (0 when there are none).
