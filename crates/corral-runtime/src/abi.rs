@@ -123,7 +123,11 @@ mod tests {
 
     #[test]
     fn mig_state_round_trips() {
-        for s in [MigState::General, MigState::QualifyToMigrate, MigState::HaveMigrated] {
+        for s in [
+            MigState::General,
+            MigState::QualifyToMigrate,
+            MigState::HaveMigrated,
+        ] {
             assert_eq!(MigState::from_u32(s as u32), Some(s));
         }
         assert_eq!(MigState::from_u32(7), None);

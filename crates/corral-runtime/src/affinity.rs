@@ -15,7 +15,10 @@ fn to_set(cpus: &[u32]) -> io::Result<libc::cpu_set_t> {
     let mut set = empty_set();
     for &cpu in cpus {
         if cpu as usize >= libc::CPU_SETSIZE as usize {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("cpu {cpu} beyond CPU_SETSIZE")));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("cpu {cpu} beyond CPU_SETSIZE"),
+            ));
         }
         // SAFETY: `cpu` < CPU_SETSIZE, checked above.
         unsafe { libc::CPU_SET(cpu as usize, &mut set) };

@@ -28,8 +28,12 @@ pub fn read_sysfs() -> io::Result<Vec<CpuTopo>> {
 /// `devices/system` directory), so tests can feed a synthetic one.
 pub fn read_from(root: &Path) -> io::Result<Vec<CpuTopo>> {
     let online = fs::read_to_string(root.join("cpu/online"))?;
-    let cpus = parse_cpu_list(online.trim())
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, format!("bad cpu/online: {online:?}")))?;
+    let cpus = parse_cpu_list(online.trim()).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("bad cpu/online: {online:?}"),
+        )
+    })?;
     let nodes = node_of_cpus(root);
     Ok(cpus
         .into_iter()
@@ -53,7 +57,11 @@ fn llc_of(cache_dir: &Path) -> Option<u32> {
         if kind.trim() == "Instruction" {
             continue;
         }
-        let level: u32 = fs::read_to_string(dir.join("level")).ok()?.trim().parse().ok()?;
+        let level: u32 = fs::read_to_string(dir.join("level"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()?;
         let shared = fs::read_to_string(dir.join("shared_cpu_list")).ok()?;
         let first = *parse_cpu_list(shared.trim())?.first()?;
         if best.is_none_or(|(l, _)| level > l) {
@@ -65,14 +73,21 @@ fn llc_of(cache_dir: &Path) -> Option<u32> {
 
 fn node_of_cpus(root: &Path) -> Vec<(u32, u32)> {
     let mut out = Vec::new();
-    let Ok(entries) = fs::read_dir(root.join("node")) else { return out };
+    let Ok(entries) = fs::read_dir(root.join("node")) else {
+        return out;
+    };
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(id) = name.to_str().and_then(|n| n.strip_prefix("node")).and_then(|n| n.parse().ok()) else {
+        let Some(id) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("node"))
+            .and_then(|n| n.parse().ok())
+        else {
             continue;
         };
-        if let Some(list) =
-            fs::read_to_string(entry.path().join("cpulist")).ok().and_then(|s| parse_cpu_list(s.trim()))
+        if let Some(list) = fs::read_to_string(entry.path().join("cpulist"))
+            .ok()
+            .and_then(|s| parse_cpu_list(s.trim()))
         {
             out.extend(list.into_iter().map(|cpu| (cpu, id)));
         }
@@ -107,7 +122,10 @@ mod tests {
 
     #[test]
     fn cpu_lists_parse() {
-        assert_eq!(parse_cpu_list("0-3,8,10-11"), Some(vec![0, 1, 2, 3, 8, 10, 11]));
+        assert_eq!(
+            parse_cpu_list("0-3,8,10-11"),
+            Some(vec![0, 1, 2, 3, 8, 10, 11])
+        );
         assert_eq!(parse_cpu_list(""), Some(vec![]));
         assert_eq!(parse_cpu_list("3-1"), None);
         assert_eq!(parse_cpu_list("x"), None);
@@ -131,7 +149,10 @@ mod tests {
             write(&cache.join("index1/level"), "3");
             write(&cache.join("index1/type"), "Unified");
             // CPUs 0,2 share one LLC and 1,3 another (ids interleave, as on many servers).
-            write(&cache.join("index1/shared_cpu_list"), if cpu % 2 == 0 { "0,2" } else { "1,3" });
+            write(
+                &cache.join("index1/shared_cpu_list"),
+                if cpu % 2 == 0 { "0,2" } else { "1,3" },
+            );
         }
         write(&root.join("node/node0/cpulist"), "0,2");
         write(&root.join("node/node1/cpulist"), "1,3");

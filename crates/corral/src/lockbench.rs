@@ -8,8 +8,8 @@ use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use corral_locks::wait::{now_ticks, ticks_to_ns};
-use crossbeam_utils::CachePadded;
 use corral_locks::RawLock;
+use crossbeam_utils::CachePadded;
 
 /// Paper 3, Fig. 10: "acquires the shared lock, updates 4 shared cache
 /// lines, and releases the lock".

@@ -11,8 +11,8 @@ use corral_runtime::stats::StatsSnapshot;
 use serde::Serialize;
 
 use super::launch::{exit_code, find_preload, launch_observed, resolve_program, Output};
-use corral_runtime::kernel::KernelReport;
 use crate::CliError;
+use corral_runtime::kernel::KernelReport;
 
 /// Arguments of `corral run`.
 #[derive(clap::Args)]
