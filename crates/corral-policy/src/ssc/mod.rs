@@ -19,7 +19,10 @@
 //! `detect::LockHotness`, may call it only for hot locks);
 //! [`SscController::begin_slice`] when a slice (or accounting window) starts
 //! and [`SscController::on_slice_end`] when it ends;
-//! [`SscController::unregister_thread`] at exit. Globally, from a monitor:
+//! [`SscController::unregister_thread`] at exit. Optionally,
+//! [`SscController::observe_progress`] with lock acquisitions completed by
+//! lock-intensive threads, so the search compares measured throughput.
+//! Globally, from a monitor:
 //! [`SscController::tick`] for the timer and [`SscController::on_ssc_load`]
 //! for growth on load. The SSC is `order()[..bound()]`; everything else is
 //! the general set (paper 1, Sec. 3.4: balance the two apart).

@@ -1,0 +1,215 @@
+//! Trace tests of migrate-back, classification memory, growth on load and
+//! corral's robustness at scale (vote count, jump confirmations, measured
+//! progress).
+
+mod ssc_driver;
+
+use corral_policy::ssc::{DecisionKind, MigState, Phase, SliceObs, SscParams, ThreadAction};
+use ssc_driver::*;
+
+/// Quiet slices of thread 0, each among busy slices of the others (so the
+/// SSC stays contended), until it is sent back; returns how many it took.
+fn quiet_slices_until_release(driver: &mut Driver, limit: u32) -> Option<u32> {
+    let n = driver.threads.len();
+    for slice in 1..=limit {
+        let out_action = {
+            let thread = &mut driver.threads[0];
+            driver.ctl.begin_slice(thread, driver.now);
+            driver.now += STEP;
+            let obs = SliceObs {
+                core: driver.core_of[0],
+                slice_len: SLICE,
+                lock_wait: 0,
+            };
+            driver.ctl.on_slice_end(thread, obs, driver.now).action
+        };
+        if out_action == ThreadAction::MigrateBack {
+            return Some(slice);
+        }
+        for i in 1..n {
+            driver.slice_of(i, &|_| SLICE / 2);
+        }
+    }
+    None
+}
+
+#[test]
+fn a_thread_migrates_back_after_k_quiet_slices() {
+    let mut driver = Driver::new(improved(), 8, 8);
+    let busy = |_: u32| SLICE / 2;
+    while driver.ctl.lock_intensive() < 8 || driver.ctl.vote_totals().unwrap().1 == 0 {
+        let i = driver.next;
+        driver.next = (i + 1) % 8;
+        driver.slice_of(i, &busy);
+    }
+    driver.round(&|_| 0.5);
+    let k = SscParams::default().detect.release_after_slices;
+    assert_eq!(quiet_slices_until_release(&mut driver, 100), Some(k));
+    assert_eq!(driver.threads[0].is_mig, MigState::General);
+    assert_eq!(driver.ctl.lock_intensive(), 7);
+    // It requalifies at once (its wait rose again off the SSC): the next
+    // release waits twice as long, the one after four times (backoff).
+    for expected in [2 * k, 4 * k] {
+        driver.slice_of(0, &busy);
+        assert_eq!(driver.threads[0].is_mig, MigState::QualifyToMigrate);
+        driver.slice_of(0, &busy);
+        assert_eq!(driver.threads[0].is_mig, MigState::HaveMigrated);
+        assert_eq!(quiet_slices_until_release(&mut driver, 100), Some(expected));
+    }
+    // A long general stay forgives the backoff level by level: 8k, 4k and
+    // 2k non-qualifying slices at levels 3, 2 and 1.
+    assert_eq!(driver.threads[0].quiet.backoff, 3);
+    let mut general = 0;
+    while driver.threads[0].quiet.backoff > 0 && general < 1_000 {
+        driver.slice_of(0, &|_| 0);
+        general += 1;
+    }
+    assert_eq!(general, 14 * k);
+    assert_eq!(driver.threads[0].is_mig, MigState::General);
+    // The 2013 algorithm never sends a thread back.
+    let mut paper = Driver::new(SscParams::paper_2013(), 8, 8);
+    paper.round(&|_| 0.5);
+    for _ in 0..10 {
+        paper.slice_of(0, &|_| 0);
+    }
+    assert_eq!(paper.threads[0].is_mig, MigState::HaveMigrated);
+}
+
+#[test]
+fn no_one_migrates_back_when_the_whole_ssc_is_quiet() {
+    let mut driver = Driver::new(improved(), 8, 8);
+    for _ in 0..5 {
+        driver.round(&|_| 0.0);
+    }
+    assert!(driver
+        .threads
+        .iter()
+        .all(|t| t.is_mig == MigState::HaveMigrated));
+}
+
+#[test]
+fn classification_memory_starts_new_threads_classified() {
+    let driver = Driver::new(improved(), 8, 2);
+    let sibling = driver.ctl.register_thread(PROGRAM, driver.now);
+    assert_eq!(sibling.is_mig, MigState::QualifyToMigrate);
+    let stranger = driver.ctl.register_thread(PROGRAM + 1, driver.now);
+    assert_eq!(stranger.is_mig, MigState::General);
+    let paper = Driver::new(SscParams::paper_2013(), 8, 2);
+    assert_eq!(
+        paper.ctl.register_thread(PROGRAM, 0).is_mig,
+        MigState::General
+    );
+}
+
+#[test]
+fn long_ssc_run_queues_grow_the_bound() {
+    let mut driver = Driver::new(improved(), 64, 64);
+    assert_eq!(driver.settle(&unimodal(4)), 4);
+    // About 64 threads on 4 cores: far above 2 runnable per core.
+    let runnable: u32 = driver
+        .ctl
+        .ssc_cores()
+        .iter()
+        .map(|&c| driver.loads[c as usize])
+        .sum();
+    assert!(runnable > 4 * 2);
+    let decision = driver.ctl.on_ssc_load(&driver.loads, driver.now).unwrap();
+    let needed = runnable.div_ceil(2);
+    assert_eq!(
+        (decision.kind, decision.bound_before, decision.bound_after),
+        (DecisionKind::GrowOnLoad, 4, needed)
+    );
+    // The search no longer goes below the load floor.
+    let settled = driver.settle(&unimodal(4));
+    assert!(settled >= needed, "settled at {settled}");
+    let paper = Driver::new(SscParams::paper_2013(), 64, 64);
+    assert_eq!(paper.ctl.on_ssc_load(&paper.loads, 0), None);
+}
+
+#[test]
+fn a_round_needs_a_vote_per_ssc_core() {
+    // At bound 64 one 10 ms slice exceeds 64 x 134.7 us: the paper decides
+    // on that single vote, corral waits for one vote per SSC core.
+    let mut driver = Driver::new(improved(), 64, 64);
+    let mut paper = Driver::new(SscParams::paper_2013(), 64, 64);
+    let share = unimodal(64);
+    for d in [&mut driver, &mut paper] {
+        while d.ctl.bound() < 64 {
+            d.slice(&share);
+        }
+        d.log.clear();
+    }
+    let slices_per_round = |d: &mut Driver| {
+        let mut slices = 0;
+        while d.slice(&share).is_none() {
+            slices += 1;
+        }
+        slices + 1
+    };
+    assert_eq!(slices_per_round(&mut paper), 1);
+    assert!(slices_per_round(&mut driver) >= 64);
+}
+
+#[test]
+fn one_outlying_round_does_not_restart_a_settled_search() {
+    let mut driver = Driver::new(improved(), 64, 64);
+    assert_eq!(driver.settle(&unimodal(16)), 16);
+    let steady = unimodal(16);
+    let gone = |_: u32| 0.0; // T x 2, above alpha
+    for _ in 0..5 {
+        assert_eq!(driver.round(&gone).kind, DecisionKind::Hold);
+        assert_eq!(driver.round(&steady).kind, DecisionKind::Hold);
+    }
+    assert_eq!(driver.round(&gone).kind, DecisionKind::Hold);
+    assert_eq!(
+        driver.round(&gone).kind,
+        DecisionKind::RestartThroughputJump
+    );
+    // The 2013 algorithm restarts on the first outlier.
+    let mut paper = Driver::new(SscParams::paper_2013(), 64, 64);
+    paper.settle(&unimodal(16));
+    assert_eq!(paper.round(&gone).kind, DecisionKind::RestartThroughputJump);
+}
+
+/// Settles with lock-wait shares from `share` while the driver also reports
+/// progress at `rate(bound)` units per slice step.
+fn settle_with_progress(
+    params: SscParams,
+    share: &dyn Fn(u32) -> f64,
+    rate: &dyn Fn(u32) -> u64,
+) -> u32 {
+    let mut driver = Driver::new(params, 64, 64);
+    for _ in 0..200_000 {
+        let bound = driver.ctl.bound();
+        driver.ctl.observe_progress(rate(bound), driver.now);
+        if driver.slice(share).is_some()
+            && matches!(driver.ctl.search_state().unwrap().phase, Phase::Settled)
+        {
+            return driver.ctl.bound();
+        }
+    }
+    panic!("did not settle");
+}
+
+#[test]
+fn measured_progress_replaces_n_one_minus_p() {
+    // Single counter (paper 1, Sec. 4.6): n(1 - p) rises to 8 cores because
+    // cache misses lengthen the critical sections, while the counted
+    // progress is best on one core.
+    let share = unimodal(8);
+    let counter = |n: u32| 1_000 / u64::from(n);
+    assert_eq!(settle_with_progress(improved(), &share, &counter), 1);
+    let paper = SscParams::paper_2013();
+    assert_eq!(settle_with_progress(paper, &share, &counter), 8);
+    let no_progress = SscParams {
+        use_progress: false,
+        ..improved()
+    };
+    assert_eq!(settle_with_progress(no_progress, &share, &counter), 8);
+    // Progress that agrees with n(1 - p) finds the same optimum.
+    let agreeing = |n: u32| (100.0 * throughput(12, n)).round() as u64;
+    assert_eq!(
+        settle_with_progress(improved(), &unimodal(12), &agreeing),
+        12
+    );
+}
