@@ -36,6 +36,8 @@ struct Track {
     contended: u64,
     slices: u64,
     last_share_ppm: u32,
+    /// The slot's `ssc_attempts` when last read.
+    ssc_attempts_seen: u64,
     gone: bool,
 }
 
@@ -50,6 +52,8 @@ pub struct Monitor {
     stats: Option<StatsMap>,
     events: Option<EventLog>,
     program_key: u64,
+    /// SSC lock attempts seen this tick, reported as progress.
+    progress: u64,
 }
 
 /// FNV-1a, the classification memory's key of a program.
@@ -84,6 +88,7 @@ impl Monitor {
             stats,
             events,
             program_key,
+            progress: 0,
         };
         let bound = m.ctrl.as_ref().map_or(0, SscController::bound);
         m.log(Event::Start {
@@ -119,6 +124,9 @@ impl Monitor {
             self.observe_slot(i, now, t_ms);
         }
         if let Some(ctrl) = &self.ctrl {
+            // Measured progress lets the search compare K(n) rather than
+            // the n(1 - p) estimate (see SscParams::use_progress).
+            ctrl.observe_progress(std::mem::take(&mut self.progress), now);
             if let Some(d) = ctrl.tick(now) {
                 self.log(Event::from_decision(t_ms, &d));
             }
@@ -155,6 +163,7 @@ impl Monitor {
                 contended: 0,
                 slices: 0,
                 last_share_ppm: 0,
+                ssc_attempts_seen: 0,
                 gone: true,
             });
         }
@@ -174,6 +183,8 @@ impl Monitor {
                 contended: 0,
                 slices: 0,
                 last_share_ppm: 0,
+                // Relaxed: a count; a reused slot starts from its old value.
+                ssc_attempts_seen: slot.ssc_attempts.load(Ordering::Relaxed),
                 gone: false,
             };
             track.cpu_ns = track.window_cpu_start;
@@ -181,6 +192,10 @@ impl Monitor {
         if track.gone {
             return;
         }
+        // Relaxed: a count the thread alone writes.
+        let attempts = slot.ssc_attempts.load(Ordering::Relaxed);
+        self.progress += attempts.wrapping_sub(track.ssc_attempts_seen);
+        track.ssc_attempts_seen = attempts;
         let (ticks, waits) = slot.wait.take();
         track.window_wait_ticks += ticks;
         track.wait_ticks += ticks;

@@ -5,7 +5,7 @@
 //! attempt). Nothing here allocates: it runs inside interposed lock calls.
 
 use core::cell::Cell;
-use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 
 use corral_locks::wait::{clear_thread_counter, set_thread_counter};
 use corral_locks::WaitCounter;
@@ -41,6 +41,10 @@ pub struct Slot {
     pub applied: AtomicU32,
     /// Set by the monitor once the thread has exited.
     pub gone: AtomicBool,
+    /// Lock attempts made while confined to the SSC: the progress measure
+    /// the SSC search compares across bounds (K(n), paper 1 footnote 1).
+    /// Written by the thread alone, read by the monitor.
+    pub ssc_attempts: AtomicU64,
 }
 
 impl Slot {
@@ -52,6 +56,7 @@ impl Slot {
             placement_seq: AtomicU32::new(0),
             applied: AtomicU32::new(WANT_ANY),
             gone: AtomicBool::new(false),
+            ssc_attempts: AtomicU64::new(0),
         }
     }
 }
@@ -127,7 +132,14 @@ pub fn on_lock_attempt() -> bool {
         if seq != l.applied_seq.get() {
             migrate(l, s, seq);
         }
-        l.applied_want.get() == WANT_SSC
+        let confined = l.applied_want.get() == WANT_SSC;
+        if confined {
+            // Relaxed load + store: this thread is the only writer, and the
+            // monitor only needs an eventually-seen count.
+            let n = s.ssc_attempts.load(Ordering::Relaxed);
+            s.ssc_attempts.store(n + 1, Ordering::Relaxed);
+        }
+        confined
     })
 }
 
