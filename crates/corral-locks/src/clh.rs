@@ -2,11 +2,8 @@
 
 use core::ptr;
 
-use crate::pool::{pool_nodes, NodePool};
-use crate::sync::{
-    const_fn_unless_loom, const_thread_local, spin_loop, AtomicPtr, AtomicU32, Ordering,
-};
-use crate::RawLock;
+use crate::pool::node_free_raw_lock;
+use crate::sync::{const_fn_unless_loom, spin_loop, AtomicPtr, AtomicU32, Ordering};
 
 /// The node is not referenced by any queue: its owner may reuse it.
 const FREE: u32 = 0;
@@ -35,10 +32,6 @@ impl Default for ClhNode {
     fn default() -> Self {
         Self::new()
     }
-}
-
-const_thread_local! {
-    static NODES: NodePool<ClhNode> = NodePool::new(pool_nodes!(ClhNode::new()));
 }
 
 /// CLH lock: the queue is implicit; each waiter swaps its node into `tail`
@@ -148,42 +141,5 @@ impl Default for ClhLock {
     }
 }
 
-impl RawLock for ClhLock {
-    const NAME: &'static str = "clh";
-
-    #[inline]
-    fn lock(&self) {
-        let node = NODES.with(NodePool::take);
-        // SAFETY: the pool reserves the node for this acquisition until unlock.
-        unsafe { self.lock_with(&*node) };
-        self.holder_node
-            .store(node as *mut ClhNode, Ordering::Relaxed); // Relaxed: only the holder reads it.
-    }
-
-    #[inline]
-    fn try_lock(&self) -> bool {
-        let node = NODES.with(NodePool::take);
-        // SAFETY: as in `lock`; on failure the node was never published.
-        if unsafe { self.try_lock_with(&*node) } {
-            self.holder_node
-                .store(node as *mut ClhNode, Ordering::Relaxed); // Relaxed: only the holder reads it.
-            true
-        } else {
-            NODES.with(|pool| pool.give_back(node));
-            false
-        }
-    }
-
-    #[inline]
-    unsafe fn unlock(&self) {
-        let node = self.holder_node.load(Ordering::Relaxed); // Relaxed: written by this thread.
-                                                             // SAFETY: the caller holds the lock, acquired on this thread with `node`.
-        unsafe { self.unlock_with(&*node) };
-        NODES.with(|pool| pool.give_back(node));
-    }
-
-    #[inline]
-    fn is_locked(&self) -> bool {
-        !self.tail.load(Ordering::Relaxed).is_null() // Relaxed: a snapshot, no data guarded.
-    }
-}
+// `lock`/`unlock` with a node from this thread's pool, kept in `holder_node`.
+node_free_raw_lock!(ClhLock, ClhNode, "clh");

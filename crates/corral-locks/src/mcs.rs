@@ -2,11 +2,8 @@
 
 use core::ptr;
 
-use crate::pool::{pool_nodes, NodePool};
-use crate::sync::{
-    const_fn_unless_loom, const_thread_local, spin_loop, AtomicBool, AtomicPtr, Ordering,
-};
-use crate::RawLock;
+use crate::pool::node_free_raw_lock;
+use crate::sync::{const_fn_unless_loom, spin_loop, AtomicBool, AtomicPtr, Ordering};
 
 /// One waiter's queue entry: each waiter spins on its own `locked` flag.
 /// Aligned to a cache line so waiters never share the line they spin on.
@@ -34,10 +31,6 @@ impl Default for McsNode {
     }
 }
 
-const_thread_local! {
-    static NODES: NodePool<McsNode> = NodePool::new(pool_nodes!(McsNode::new()));
-}
-
 /// MCS lock: an explicit queue of nodes; a core enqueues itself with one
 /// atomic swap on `tail` and spins on its own node, so each hand-off costs a
 /// constant number of cache misses (Mellor-Crummey and Scott 1991, as used in
@@ -45,8 +38,9 @@ const_thread_local! {
 ///
 /// Callers that can keep a node alive across the critical section use
 /// [`McsLock::lock_with`]/[`McsLock::unlock_with`]; the node-free
-/// [`RawLock`] form takes a node from a per-thread pool and records it in the
-/// lock, so a thread may release in a different call than it acquired.
+/// [`RawLock`](crate::RawLock) form takes a node from a per-thread pool and
+/// records it in the lock, so a thread may release in a different call than
+/// it acquired.
 pub struct McsLock {
     tail: AtomicPtr<McsNode>,
     /// The node the current holder used via the node-free API.
@@ -153,42 +147,5 @@ impl Default for McsLock {
     }
 }
 
-impl RawLock for McsLock {
-    const NAME: &'static str = "mcs";
-
-    #[inline]
-    fn lock(&self) {
-        let node = NODES.with(NodePool::take);
-        // SAFETY: the pool reserves the node for this acquisition until unlock.
-        unsafe { self.lock_with(&*node) };
-        self.holder_node
-            .store(node as *mut McsNode, Ordering::Relaxed); // Relaxed: only the holder reads it.
-    }
-
-    #[inline]
-    fn try_lock(&self) -> bool {
-        let node = NODES.with(NodePool::take);
-        // SAFETY: as in `lock`; on failure the node was never published.
-        if unsafe { self.try_lock_with(&*node) } {
-            self.holder_node
-                .store(node as *mut McsNode, Ordering::Relaxed); // Relaxed: only the holder reads it.
-            true
-        } else {
-            NODES.with(|pool| pool.give_back(node));
-            false
-        }
-    }
-
-    #[inline]
-    unsafe fn unlock(&self) {
-        let node = self.holder_node.load(Ordering::Relaxed); // Relaxed: written by this thread.
-                                                             // SAFETY: the caller holds the lock, acquired on this thread with `node`.
-        unsafe { self.unlock_with(&*node) };
-        NODES.with(|pool| pool.give_back(node));
-    }
-
-    #[inline]
-    fn is_locked(&self) -> bool {
-        !self.tail.load(Ordering::Relaxed).is_null() // Relaxed: a snapshot, no data guarded.
-    }
-}
+// `lock`/`unlock` with a node from this thread's pool, kept in `holder_node`.
+node_free_raw_lock!(McsLock, McsNode, "mcs");

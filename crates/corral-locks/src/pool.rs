@@ -4,7 +4,8 @@
 //!
 //! A pool lives in a const-initialised, destructor-free thread-local: taking
 //! a node never allocates and never registers anything, which keeps the locks
-//! usable inside an interposed `pthread_mutex_lock`.
+//! usable inside an interposed `pthread_mutex_lock`. [`node_free_raw_lock!`]
+//! builds that node-free form once for every queue lock.
 
 use core::cell::Cell;
 
@@ -66,4 +67,70 @@ macro_rules! pool_nodes {
     }};
 }
 
-pub(crate) use pool_nodes;
+/// Implements [`RawLock`](crate::RawLock) for the queue lock `$lock` on top
+/// of its `lock_with`/`try_lock_with`/`unlock_with`, with a per-thread pool of
+/// `$node`s. Each acquisition takes a node from the pool and records it in the
+/// lock's `holder_node`, so `unlock` (a later call on the same thread) finds
+/// it, releases with it and gives it back. `$lock` needs the fields
+/// `tail: AtomicPtr<$node>` (null exactly when the lock is idle) and
+/// `holder_node: AtomicPtr<$node>`; `$node` needs a `new()` constructor.
+macro_rules! node_free_raw_lock {
+    ($lock:ty, $node:ty, $name:literal) => {
+        const _: () = {
+            use $crate::pool::NodePool;
+            use $crate::sync::Ordering;
+
+            $crate::sync::const_thread_local! {
+                static NODES: NodePool<$node> =
+                    NodePool::new($crate::pool::pool_nodes!(<$node>::new()));
+            }
+
+            impl $crate::RawLock for $lock {
+                const NAME: &'static str = $name;
+
+                #[inline]
+                fn lock(&self) {
+                    let node = NODES.with(NodePool::take);
+                    // SAFETY: the pool reserves the node for this acquisition
+                    // until unlock.
+                    unsafe { self.lock_with(&*node) };
+                    // Relaxed: only the holder reads it.
+                    self.holder_node.store(node.cast_mut(), Ordering::Relaxed);
+                }
+
+                #[inline]
+                fn try_lock(&self) -> bool {
+                    let node = NODES.with(NodePool::take);
+                    // SAFETY: as in `lock`; on failure the node was never
+                    // published.
+                    if unsafe { self.try_lock_with(&*node) } {
+                        // Relaxed: only the holder reads it.
+                        self.holder_node.store(node.cast_mut(), Ordering::Relaxed);
+                        true
+                    } else {
+                        NODES.with(|pool| pool.give_back(node));
+                        false
+                    }
+                }
+
+                #[inline]
+                unsafe fn unlock(&self) {
+                    // Relaxed: written by this thread in `lock`/`try_lock`.
+                    let node = self.holder_node.load(Ordering::Relaxed);
+                    // SAFETY: the caller holds the lock, acquired on this
+                    // thread with `node`.
+                    unsafe { self.unlock_with(&*node) };
+                    NODES.with(|pool| pool.give_back(node));
+                }
+
+                #[inline]
+                fn is_locked(&self) -> bool {
+                    // Relaxed: a snapshot, no data guarded.
+                    !self.tail.load(Ordering::Relaxed).is_null()
+                }
+            }
+        };
+    };
+}
+
+pub(crate) use {node_free_raw_lock, pool_nodes};

@@ -29,17 +29,9 @@ pub use report::{symbol_of, AffinityAction, HotLock, KernelReport, ThreadReport}
 pub use session::KernelSession;
 pub use source::{KernelLockSource, SourceConfig, BPF_OBJECT, BPF_SOURCE_SHA256};
 
-/// Nanoseconds of `CLOCK_MONOTONIC`, the clock `bpf_ktime_get_ns` reads, so
+/// CLOCK_MONOTONIC nanoseconds: the clock `bpf_ktime_get_ns` reads, so
 /// user-space times compare with the slice records'.
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+pub use crate::waiting::monotonic_ns;
 
 #[cfg(test)]
 mod live_tests;

@@ -19,8 +19,10 @@ use corral_runtime::kernel::KernelReport;
 pub struct RunArgs {
     /// `lca` confines lock-intensive threads to the SSC; `none` keeps
     /// corral's locks and measurement without confinement (the control).
-    #[arg(long, default_value = "lca", value_parser = parse_policy)]
-    pub policy: Policy,
+    /// Default: `lca`, or `none` with --kernel-locks (whose monitor then
+    /// does the placing).
+    #[arg(long, value_parser = parse_policy)]
+    pub policy: Option<Policy>,
     /// Lock algorithm replacing pthread mutexes.
     #[arg(long = "lock", value_name = "ALG", default_value = "ticket", value_parser = parse_alg)]
     pub lock: Algorithm,
@@ -78,8 +80,15 @@ impl RunArgs {
     /// The runtime configuration the flags describe, validated by the same
     /// parser the preload library uses.
     pub fn config(&self) -> Result<RuntimeConfig, CliError> {
+        // One SSC controller per run: with --kernel-locks the kernel monitor
+        // places threads, so the user-space side only measures unless told.
+        let default_policy = if self.kernel.kernel_locks {
+            Policy::None
+        } else {
+            Policy::Lca
+        };
         let base = RuntimeConfig {
-            policy: self.policy,
+            policy: self.policy.unwrap_or(default_policy),
             lock: self.lock,
             ..RuntimeConfig::default()
         };
