@@ -7,6 +7,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 echo "== cargo test (workspace)"
+# The CLI's run tests load libcorral_preload.so from beside the test's
+# `corral`; no crate depends on the cdylib, so `cargo test` alone does not
+# build it.
+cargo build -q -p corral-preload
 cargo test --workspace --all-targets
 
 echo "== loom model checks (corral-locks)"
