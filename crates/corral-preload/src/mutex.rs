@@ -55,10 +55,10 @@ unsafe fn words<'a>(m: *mut libc::pthread_mutex_t) -> &'a MutexWords {
 }
 
 impl MutexWords {
-    /// Where the algorithm's state begins, and the key of a side-table lock.
+    /// Where the algorithm's lock state begins.
     #[inline]
-    fn state(&self) -> (*mut u8, usize) {
-        (self.state.as_ptr() as *mut u8, self as *const Self as usize)
+    fn state(&self) -> *mut u8 {
+        self.state.as_ptr() as *mut u8
     }
 }
 
@@ -66,8 +66,8 @@ impl MutexWords {
 #[inline]
 fn acquire(w: &MutexWords) {
     on_lock_attempt();
-    let (state, key) = w.state();
-    with_lock!(state, key, l => {
+    let state = w.state();
+    with_lock!(state, l => {
         if !l.try_lock() {
             lock_contended(l, crate::lockdispatch::current().is_parking());
         }
@@ -77,14 +77,14 @@ fn acquire(w: &MutexWords) {
 #[inline]
 fn try_acquire(w: &MutexWords) -> bool {
     on_lock_attempt();
-    let (state, key) = w.state();
-    with_lock!(state, key, l => l.try_lock())
+    let state = w.state();
+    with_lock!(state, l => l.try_lock())
 }
 
 #[inline]
 fn is_locked(w: &MutexWords) -> bool {
-    let (state, key) = w.state();
-    with_lock!(state, key, l => l.is_locked())
+    let state = w.state();
+    with_lock!(state, l => l.is_locked())
 }
 
 /// Releases corral's lock of the mutex.
@@ -93,9 +93,9 @@ fn is_locked(w: &MutexWords) -> bool {
 /// The calling thread holds it.
 #[inline]
 unsafe fn release(w: &MutexWords) {
-    let (state, key) = w.state();
+    let state = w.state();
     // SAFETY: the caller holds the lock.
-    with_lock!(state, key, l => unsafe { l.unlock() })
+    with_lock!(state, l => unsafe { l.unlock() })
 }
 
 /// What to do before acquiring a checking mutex: `Some(result)` returns at
@@ -150,9 +150,6 @@ pub unsafe extern "C" fn pthread_mutex_init(
             return unsafe { (real().mutex_init)(m, attr) };
         }
         kind = ty & KIND_MASK;
-    }
-    if crate::lockdispatch::current() == corral_locks::Algorithm::K42 {
-        crate::lockdispatch::k42_reinit(m as usize);
     }
     // SAFETY: `m` points to writable storage for a mutex (POSIX precondition).
     unsafe { core::ptr::write_bytes(m, 0, 1) };
