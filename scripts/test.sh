@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Every test corral has: the workspace's unit, integration and property
 # tests; the loom model checks of the lock algorithms; the C programs and
-# real Debian programs under the preload (scripts/ci-deps.sh installs what
-# those need).
+# real Debian programs under the preload. scripts/ci-deps.sh, run first,
+# installs what those need (as root; CI is).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+echo "== Debian packages the tests use (installed if missing)"
+bash scripts/ci-deps.sh
 
 echo "== cargo test (workspace)"
 # The CLI's run tests load libcorral_preload.so from beside the test's
