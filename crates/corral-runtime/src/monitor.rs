@@ -41,6 +41,36 @@ struct Track {
     gone: bool,
 }
 
+impl Track {
+    fn new(tid: i32, policy: ThreadPolicyState, cpu_start: u64, attempts: u64, gone: bool) -> Self {
+        Track {
+            tid,
+            policy,
+            window_cpu_start: cpu_start,
+            window_wait_ticks: 0,
+            cpu_ns: cpu_start,
+            wait_ticks: 0,
+            contended: 0,
+            slices: 0,
+            last_share_ppm: 0,
+            ssc_attempts_seen: attempts,
+            gone,
+        }
+    }
+}
+
+/// The policy state of a slot no thread has used yet.
+fn idle_policy() -> ThreadPolicyState {
+    ThreadPolicyState {
+        is_mig: PolicyMig::General,
+        placed_bound: 0,
+        record_bound: 0,
+        slice_begin: 0,
+        quiet: Default::default(),
+        program_key: 0,
+    }
+}
+
 /// The monitor's state; one per process.
 pub struct Monitor {
     cfg: RuntimeConfig,
@@ -146,49 +176,22 @@ impl Monitor {
             return;
         }
         while self.tracks.len() <= i {
-            self.tracks.push(Track {
-                tid: 0,
-                policy: ThreadPolicyState {
-                    is_mig: PolicyMig::General,
-                    placed_bound: 0,
-                    record_bound: 0,
-                    slice_begin: 0,
-                    quiet: Default::default(),
-                    program_key: 0,
-                },
-                window_cpu_start: 0,
-                window_wait_ticks: 0,
-                cpu_ns: 0,
-                wait_ticks: 0,
-                contended: 0,
-                slices: 0,
-                last_share_ppm: 0,
-                ssc_attempts_seen: 0,
-                gone: true,
-            });
+            self.tracks.push(Track::new(0, idle_policy(), 0, 0, true));
         }
-        let key = self.thread_key(tid);
+        if self.tracks[i].tid != tid {
+            // Only a new thread needs its key: it costs a /proc read.
+            let key = self.thread_key(tid);
+            let old_policy = self.tracks[i].policy;
+            let policy = self
+                .ctrl
+                .as_ref()
+                .map_or(old_policy, |c| c.register_thread(key, now));
+            // Relaxed: a count; a reused slot starts from its old value.
+            let attempts = slot.ssc_attempts.load(Ordering::Relaxed);
+            let cpu_start = cpu_ns_of(tid).unwrap_or(0);
+            self.tracks[i] = Track::new(tid, policy, cpu_start, attempts, false);
+        }
         let track = &mut self.tracks[i];
-        if track.tid != tid {
-            *track = Track {
-                tid,
-                policy: self
-                    .ctrl
-                    .as_ref()
-                    .map_or(track.policy, |c| c.register_thread(key, now)),
-                window_cpu_start: cpu_ns_of(tid).unwrap_or(0),
-                window_wait_ticks: 0,
-                cpu_ns: 0,
-                wait_ticks: 0,
-                contended: 0,
-                slices: 0,
-                last_share_ppm: 0,
-                // Relaxed: a count; a reused slot starts from its old value.
-                ssc_attempts_seen: slot.ssc_attempts.load(Ordering::Relaxed),
-                gone: false,
-            };
-            track.cpu_ns = track.window_cpu_start;
-        }
         if track.gone {
             return;
         }
