@@ -97,19 +97,8 @@ impl Default for RuntimeConfig {
             slice_ns: DEFAULT_SLICE_US * 1_000,
             tick_ns: DEFAULT_TICK_US * 1_000,
             spin_before_yield: DEFAULT_SPIN_BEFORE_YIELD,
-            ssc: runtime_ssc_params(),
+            ssc: SscParams::user_space(),
         }
-    }
-}
-
-/// corral's SSC defaults for user space: `SscParams::default()` without
-/// growth on load. Paper 2 grows the SSC because kernel waiters spin on
-/// its cores; user-space waiters under the policy yield instead, so a long SSC run
-/// queue costs little and growing it would undo the confinement.
-pub fn runtime_ssc_params() -> SscParams {
-    SscParams {
-        grow_runnable_per_core: 0.0,
-        ..SscParams::default()
     }
 }
 

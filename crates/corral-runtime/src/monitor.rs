@@ -363,7 +363,7 @@ pub fn start(
         return Err(StartError("cannot read the process's CPU affinity".into()));
     }
     registry::START_MASK.store(&allowed);
-    let cpus = ssc_order(&allowed);
+    let cpus = crate::topology::ssc_order(&allowed).unwrap_or_else(|(allowed, _)| allowed);
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() };
     // Outputs are optional: the policy runs without them.
@@ -425,25 +425,6 @@ fn lock_monitor() -> std::sync::MutexGuard<'static, Option<Monitor>> {
 pub fn final_flush() {
     if let Some(m) = lock_monitor().as_mut() {
         m.tick();
-    }
-}
-
-/// The CPUs in the order they join the SSC, from sysfs; `allowed` order if
-/// sysfs cannot be read.
-fn ssc_order(allowed: &[u32]) -> Vec<u32> {
-    let Ok(topo) = crate::topology::read_sysfs() else {
-        return allowed.to_vec();
-    };
-    let mine: Vec<_> = topo
-        .into_iter()
-        .filter(|c| allowed.contains(&c.cpu))
-        .collect();
-    let ids: Vec<u32> = mine.iter().map(|c| c.cpu).collect();
-    let llc: Vec<u32> = mine.iter().map(|c| c.llc).collect();
-    let node: Vec<u32> = mine.iter().map(|c| c.node).collect();
-    match corral_policy::placement::Topology::from_parts(&ids, &llc, &node) {
-        Ok(t) if !t.is_empty() => t.ssc_order(),
-        _ => allowed.to_vec(),
     }
 }
 

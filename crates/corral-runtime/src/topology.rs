@@ -45,6 +45,37 @@ pub fn read_from(root: &Path) -> io::Result<Vec<CpuTopo>> {
         .collect())
 }
 
+/// The SSC order (`corral_policy::placement::Topology::ssc_order`) of this
+/// machine's CPUs in `allowed`. The order is the policy's; this only reads
+/// sysfs. Where sysfs cannot be read or describes none of `allowed`, the
+/// order is `allowed` as given, and the error says why.
+pub fn ssc_order(allowed: &[u32]) -> Result<Vec<u32>, (Vec<u32>, io::Error)> {
+    let topo = match read_sysfs() {
+        Ok(t) => t,
+        Err(e) => return Err((allowed.to_vec(), e)),
+    };
+    ssc_order_of(&topo, allowed).ok_or_else(|| {
+        let why = io::Error::new(
+            io::ErrorKind::InvalidData,
+            "sysfs describes none of the allowed CPUs",
+        );
+        (allowed.to_vec(), why)
+    })
+}
+
+/// The SSC order of the CPUs of `topo` that are in `allowed`; `None` when
+/// none is.
+pub fn ssc_order_of(topo: &[CpuTopo], allowed: &[u32]) -> Option<Vec<u32>> {
+    let mine: Vec<&CpuTopo> = topo.iter().filter(|c| allowed.contains(&c.cpu)).collect();
+    let ids: Vec<u32> = mine.iter().map(|c| c.cpu).collect();
+    let llc: Vec<u32> = mine.iter().map(|c| c.llc).collect();
+    let node: Vec<u32> = mine.iter().map(|c| c.node).collect();
+    match corral_policy::placement::Topology::from_parts(&ids, &llc, &node) {
+        Ok(t) if !t.is_empty() => Some(t.ssc_order()),
+        _ => None,
+    }
+}
+
 /// The smallest CPU sharing the highest-level data or unified cache.
 fn llc_of(cache_dir: &Path) -> Option<u32> {
     let mut best: Option<(u32, u32)> = None; // (level, first cpu)

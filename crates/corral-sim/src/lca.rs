@@ -32,16 +32,10 @@ pub struct Lca {
 }
 
 impl Lca {
-    /// corral's controller: the 2013 algorithm plus every improvement but
-    /// growth on load. With every task lock intensive (the papers' homogeneous
-    /// benchmarks) the SSC holds all tasks by design, so "more than two
-    /// runnable per SSC core" always fires and grows the SSC to half the
-    /// task count, undoing the cure; `lca-grow` keeps it on to show that.
+    /// corral's controller for kernel locks ([`SscParams::kernel`]), as the
+    /// kernel-lock monitor runs it.
     pub fn improved(_cores: u32) -> Self {
-        Self::with_params(SscParams {
-            grow_runnable_per_core: 0.0,
-            ..SscParams::default()
-        })
+        Self::with_params(SscParams::kernel())
     }
 
     /// The 2013 algorithm exactly, to show what the improvements buy.

@@ -15,9 +15,11 @@ pub const PAPER_VOTE_TICKS_PER_CORE: u64 = 256_000;
 
 /// Parameters of [`super::SscController`].
 ///
-/// [`SscParams::default`] is corral: the 2013 algorithm plus every
-/// improvement. [`SscParams::paper_2013`] is the algorithm exactly as
-/// published (the improvements off).
+/// Named presets: [`SscParams::default`] is the 2013 algorithm plus every
+/// improvement, growth on load included; [`SscParams::kernel`] and
+/// [`SscParams::user_space`] are what corral's drivers run;
+/// [`SscParams::paper_2013`] is the algorithm exactly as published (the
+/// improvements off). Drivers pick a preset; none edits fields.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct SscParams {
     /// Per-slice classification thresholds (paper 1, Sec. 3.2; paper 2).
@@ -102,6 +104,28 @@ pub struct SscParams {
 }
 
 impl SscParams {
+    /// corral's preset for kernel locks, run by the kernel-lock monitor and
+    /// by the simulator's `lca` (which models kernel spin locks): every
+    /// improvement but growth on load. With every thread lock intensive
+    /// (paper 1's homogeneous programs) the SSC holds every thread by
+    /// design, so "more than two runnable per SSC core" always fires and
+    /// grows the SSC to half the thread count, undoing the cure (the
+    /// simulator's `lca-grow` shows it).
+    pub fn kernel() -> Self {
+        SscParams {
+            grow_runnable_per_core: 0.0,
+            ..Self::default()
+        }
+    }
+
+    /// corral's preset for user-space locks, run by `corral run`: the
+    /// kernel preset. Growth on load answers kernel waiters spinning on long
+    /// SSC run queues (paper 2); user-space waiters give their core up, so a
+    /// long SSC run queue costs little there too.
+    pub fn user_space() -> Self {
+        Self::kernel()
+    }
+
     /// Paper 1's algorithm exactly: no migrate-back, no warm-up, no
     /// refinement, no growth on load, no classification memory, a round as
     /// soon as the voted time suffices, a restart on one jumping round, and

@@ -42,7 +42,7 @@ impl MonitorConfig {
     /// Paper 1's parameters over `order`, applying affinity.
     pub fn new(order: Vec<CoreId>) -> Self {
         MonitorConfig {
-            ssc: SscParams::default(),
+            ssc: SscParams::kernel(),
             order,
             apply: true,
             shares_per_thread: 256,

@@ -68,15 +68,8 @@ impl KernelRun {
 /// may use.
 fn ssc_order() -> Result<Vec<u32>, CliError> {
     let allowed = corral_runtime::affinity::allowed_cpus();
-    let topo = corral_runtime::topology::read_sysfs()
-        .map_err(|e| CliError(format!("reading the CPU topology: {e}")))?;
-    let usable: Vec<_> = topo.iter().filter(|c| allowed.contains(&c.cpu)).collect();
-    let ids: Vec<u32> = usable.iter().map(|c| c.cpu).collect();
-    let llc: Vec<u32> = usable.iter().map(|c| c.llc).collect();
-    let node: Vec<u32> = usable.iter().map(|c| c.node).collect();
-    let topology = corral_policy::placement::Topology::from_parts(&ids, &llc, &node)
-        .map_err(|e| CliError(e.to_string()))?;
-    Ok(topology.ssc_order())
+    corral_runtime::topology::ssc_order(&allowed)
+        .map_err(|(_, e)| CliError(format!("reading the CPU topology: {e}")))
 }
 
 /// Loads the BPF source and starts the monitor, tracking nothing yet: call
