@@ -14,16 +14,46 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use corral_locks::wait::ticks_to_ns;
+use corral_policy::placement::Placement;
 use corral_policy::ssc::{
-    MigState as PolicyMig, SliceObs, SscController, ThreadAction, ThreadPolicyState,
+    program_key, MigState as PolicyMig, SliceObs, SscController, ThreadAction, ThreadPolicyState,
 };
+use corral_policy::CoreId;
 
 use crate::abi::MigState;
 use crate::config::{Policy, RuntimeConfig};
 use crate::events::{Event, EventLog};
-use crate::registry::{self, WANT_ANY, WANT_GENERAL, WANT_SSC};
+use crate::registry;
 use crate::stats::StatsMap;
 use crate::waiting::{cpu_ns_of, monotonic_ns};
+
+/// What the monitor reads of one thread each tick.
+#[derive(Clone, Copy, Debug)]
+pub struct ThreadSample {
+    /// Kernel thread id.
+    pub tid: i32,
+    /// The thread's CPU time; `None` once it has exited.
+    pub cpu_ns: Option<u64>,
+    /// Lock waiting since the last sample, in wait-clock ticks.
+    pub wait_ticks: u64,
+    /// Contended acquisitions since the last sample.
+    pub waits: u64,
+    /// Lock attempts made on the SSC so far (a running count).
+    pub ssc_attempts: u64,
+    /// The placement the thread last applied to itself.
+    pub applied: Placement,
+}
+
+/// What became of one sampled thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Observed {
+    /// It belongs here now.
+    Placed(Placement),
+    /// It has exited.
+    Exited,
+    /// Not placed: no placing policy, or a thread seen exiting before.
+    Unmanaged,
+}
 
 /// What the monitor keeps per registered thread.
 struct Track {
@@ -81,16 +111,11 @@ pub struct Monitor {
     published_bound: u32,
     stats: Option<StatsMap>,
     events: Option<EventLog>,
-    program_key: u64,
+    /// The executable's path: the program half of every thread's
+    /// classification-memory key.
+    program: Vec<u8>,
     /// SSC lock attempts seen this tick, reported as progress.
     progress: u64,
-}
-
-/// FNV-1a, the classification memory's key of a program.
-fn fnv(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
-    })
 }
 
 impl Monitor {
@@ -105,9 +130,9 @@ impl Monitor {
         let start_ns = monotonic_ns();
         let ctrl =
             (cfg.policy == Policy::Lca).then(|| SscController::new(cfg.ssc, cpus.clone(), 0));
-        let program_key = fnv(std::fs::read("/proc/self/comm")
-            .unwrap_or_default()
-            .as_slice());
+        let program = std::fs::read_link("/proc/self/exe")
+            .map(|p| p.into_os_string().into_encoded_bytes())
+            .unwrap_or_default();
         let mut m = Monitor {
             cfg,
             ctrl,
@@ -117,7 +142,7 @@ impl Monitor {
             published_bound: 0,
             stats,
             events,
-            program_key,
+            program,
             progress: 0,
         };
         let bound = m.ctrl.as_ref().map_or(0, SscController::bound);
@@ -168,6 +193,8 @@ impl Monitor {
         }
     }
 
+    /// Reads slot `i` of the registry and observes it; the thread applies
+    /// the placement chosen at its next lock attempt.
     fn observe_slot(&mut self, i: usize, now: u64, t_ms: f64) {
         let slot = registry::slot(i);
         // Acquire: pairs with the registering thread's Release.
@@ -175,6 +202,33 @@ impl Monitor {
         if tid == 0 {
             return;
         }
+        let (wait_ticks, waits) = slot.wait.take();
+        let sample = ThreadSample {
+            tid,
+            cpu_ns: cpu_ns_of(tid),
+            wait_ticks,
+            waits,
+            // Relaxed: a count the thread alone writes.
+            ssc_attempts: slot.ssc_attempts.load(Ordering::Relaxed),
+            // Relaxed: a hint of where the thread runs.
+            applied: slot.applied.load(Ordering::Relaxed),
+        };
+        match self.observe(i, sample, now, t_ms) {
+            Observed::Placed(want) => registry::set_want(i, want),
+            Observed::Exited => slot.gone.store(true, Ordering::Relaxed), // Relaxed: informational.
+            Observed::Unmanaged => {}
+        }
+    }
+
+    /// One thread's sample at `now` (ns since the monitor started): its
+    /// counters, its accounting window (closed into a slice once it holds
+    /// `slice_ns` of CPU time) and its placement (Algorithm 2 from the
+    /// monitor). `slot` names the thread's registry slot; a new `tid` there
+    /// is a new thread. The live monitor samples the registry; tests pass
+    /// synthetic samples.
+    pub fn observe(&mut self, slot: usize, sample: ThreadSample, now: u64, t_ms: f64) -> Observed {
+        let i = slot;
+        let tid = sample.tid;
         while self.tracks.len() <= i {
             self.tracks.push(Track::new(0, idle_policy(), 0, 0, true));
         }
@@ -186,48 +240,50 @@ impl Monitor {
                 .ctrl
                 .as_ref()
                 .map_or(old_policy, |c| c.register_thread(key, now));
-            // Relaxed: a count; a reused slot starts from its old value.
-            let attempts = slot.ssc_attempts.load(Ordering::Relaxed);
-            let cpu_start = cpu_ns_of(tid).unwrap_or(0);
-            self.tracks[i] = Track::new(tid, policy, cpu_start, attempts, false);
+            // A reused slot's attempt count starts from its old value.
+            let cpu_start = sample.cpu_ns.unwrap_or(0);
+            self.tracks[i] = Track::new(tid, policy, cpu_start, sample.ssc_attempts, false);
         }
         let track = &mut self.tracks[i];
         if track.gone {
-            return;
+            return Observed::Unmanaged;
         }
-        // Relaxed: a count the thread alone writes.
-        let attempts = slot.ssc_attempts.load(Ordering::Relaxed);
-        self.progress += attempts.wrapping_sub(track.ssc_attempts_seen);
-        track.ssc_attempts_seen = attempts;
-        let (ticks, waits) = slot.wait.take();
-        track.window_wait_ticks += ticks;
-        track.wait_ticks += ticks;
-        track.contended += waits;
-        let Some(cpu) = cpu_ns_of(tid) else {
+        self.progress += sample.ssc_attempts.wrapping_sub(track.ssc_attempts_seen);
+        track.ssc_attempts_seen = sample.ssc_attempts;
+        track.window_wait_ticks += sample.wait_ticks;
+        track.wait_ticks += sample.wait_ticks;
+        track.contended += sample.waits;
+        let Some(cpu) = sample.cpu_ns else {
             track.gone = true;
-            slot.gone.store(true, Ordering::Relaxed); // Relaxed: informational.
             if let Some(ctrl) = &self.ctrl {
                 ctrl.unregister_thread(&track.policy);
             }
             self.log(Event::Exited { t_ms, tid });
-            return;
+            return Observed::Exited;
         };
         track.cpu_ns = cpu;
         let slice_len = cpu.saturating_sub(track.window_cpu_start);
         if slice_len >= self.cfg.slice_ns {
-            self.close_window(i, slice_len, now, t_ms);
+            self.close_window(i, slice_len, sample.applied, now, t_ms);
         }
-        self.place(i, now);
+        match self.place(i, now) {
+            Some(want) => Observed::Placed(want),
+            None => Observed::Unmanaged,
+        }
+    }
+
+    /// The controller, when the policy places threads.
+    pub fn controller(&self) -> Option<&SscController> {
+        self.ctrl.as_ref()
     }
 
     /// The classification-memory key of a thread: its program and its name.
     fn thread_key(&self, tid: i32) -> u64 {
         let comm = std::fs::read(format!("/proc/self/task/{tid}/comm")).unwrap_or_default();
-        fnv(&comm) ^ self.program_key.rotate_left(17)
+        program_key(&self.program, comm.trim_ascii_end())
     }
 
-    fn close_window(&mut self, i: usize, slice_len: u64, now: u64, t_ms: f64) {
-        let slot = registry::slot(i);
+    fn close_window(&mut self, i: usize, slice_len: u64, applied: Placement, now: u64, t_ms: f64) {
         let track = &mut self.tracks[i];
         let lock_wait = ticks_to_ns(track.window_wait_ticks);
         let share = corral_policy::detect::wait_share(lock_wait, slice_len);
@@ -236,11 +292,11 @@ impl Monitor {
         track.window_cpu_start += slice_len;
         track.window_wait_ticks = 0;
         let Some(ctrl) = &self.ctrl else { return };
-        // Relaxed: a hint of where the thread runs.
-        let on_ssc = slot.applied.load(Ordering::Relaxed) == WANT_SSC;
-        let core = match (on_ssc, ctrl.ssc_cores().first()) {
-            (true, Some(&c)) => c,
-            _ => u32::MAX,
+        // Where the thread runs is known only as its placement: an SSC
+        // thread's slice counts as on the SSC; others on no SSC core.
+        let core = match (applied, ctrl.ssc_cores().first()) {
+            (Placement::Ssc, Some(&c)) => c,
+            _ => CoreId::MAX,
         };
         let obs = SliceObs {
             core,
@@ -260,21 +316,14 @@ impl Monitor {
         }
     }
 
-    /// Algorithm 2's bookkeeping for thread `i`, and its wanted placement.
-    fn place(&mut self, i: usize, now: u64) {
-        let Some(ctrl) = &self.ctrl else { return };
+    /// Algorithm 2 for thread `i` from the monitor: the policy admits and
+    /// places it; the thread moves itself at its next lock attempt. `None`
+    /// without a placing policy.
+    fn place(&mut self, i: usize, now: u64) -> Option<Placement> {
+        let ctrl = self.ctrl.as_ref()?;
         let track = &mut self.tracks[i];
-        if track.policy.is_mig != PolicyMig::General {
-            // The thread moves itself at its next lock attempt; the
-            // controller's counters move now.
-            let _ = ctrl.on_lock_attempt(&mut track.policy, u32::MAX, &[], now);
-        }
-        let want = match track.policy.is_mig {
-            PolicyMig::General if ctrl.lock_intensive() > 0 => WANT_GENERAL,
-            PolicyMig::General => WANT_ANY,
-            _ => WANT_SSC,
-        };
-        registry::set_want(i, want);
+        // Its core is not known here: counted as off the SSC.
+        Some(ctrl.place_from_monitor(&mut track.policy, None, &[], now))
     }
 
     /// Republishes the SSC and general sets when the bound changed.
@@ -285,19 +334,10 @@ impl Monitor {
             return;
         }
         self.published_bound = bound;
-        let ssc = ctrl.ssc_cores().to_vec();
-        let rest: Vec<u32> = self
-            .cpus
-            .iter()
-            .copied()
-            .filter(|c| !ssc.contains(c))
-            .collect();
-        let general = if rest.is_empty() {
-            self.cpus.clone()
-        } else {
-            rest
-        };
-        registry::publish_masks(&ssc, &general);
+        registry::publish_masks(
+            ctrl.cores_of(Placement::Ssc),
+            ctrl.cores_of(Placement::General),
+        );
     }
 
     fn publish_stats(&self) {

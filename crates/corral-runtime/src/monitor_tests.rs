@@ -63,10 +63,13 @@ fn a_waiting_thread_qualifies_and_is_placed_on_the_ssc_and_others_on_the_rest() 
         std::thread::yield_now();
     }
     m.tick();
-    assert_eq!(registry::slot(hot).want.load(Ordering::Relaxed), WANT_SSC);
+    assert_eq!(
+        registry::slot(hot).want.load(Ordering::Relaxed),
+        Placement::Ssc
+    );
     assert_eq!(
         registry::slot(cold).want.load(Ordering::Relaxed),
-        WANT_GENERAL
+        Placement::General
     );
     assert_eq!(m.ctrl.as_ref().unwrap().lock_intensive(), 1);
     assert_eq!(registry::SSC_MASK.cpus(), vec![0]);

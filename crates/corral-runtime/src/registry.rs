@@ -5,10 +5,11 @@
 //! attempt). Nothing here allocates: it runs inside interposed lock calls.
 
 use core::cell::Cell;
-use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 use corral_locks::wait::{clear_thread_counter, set_thread_counter};
 use corral_locks::WaitCounter;
+use corral_policy::placement::Placement;
 
 use crate::cpuset::AtomicCpuMask;
 
@@ -17,12 +18,29 @@ use crate::cpuset::AtomicCpuMask;
 /// as unattributed.
 pub const MAX_THREADS: usize = crate::abi::DEFAULT_MAX_THREADS as usize;
 
-/// No placement: the thread keeps the CPUs it started with.
-pub const WANT_ANY: u32 = 0;
-/// Lock intensive: the SSC.
-pub const WANT_SSC: u32 = 1;
-/// Not lock intensive: the complement of the SSC (separate balancing).
-pub const WANT_GENERAL: u32 = 2;
+/// A [`Placement`] in an atomic byte: written by the monitor, read by the
+/// thread at its lock attempts.
+#[derive(Debug)]
+pub struct AtomicPlacement(AtomicU8);
+
+impl AtomicPlacement {
+    const fn new() -> Self {
+        AtomicPlacement(AtomicU8::new(Placement::Unconfined as u8))
+    }
+
+    /// The placement stored; `Unconfined` if the byte holds no placement
+    /// (never stored here).
+    #[inline]
+    pub fn load(&self, order: Ordering) -> Placement {
+        Placement::from_u8(self.0.load(order)).unwrap_or(Placement::Unconfined)
+    }
+
+    /// Stores `p`.
+    #[inline]
+    pub fn store(&self, p: Placement, order: Ordering) {
+        self.0.store(p.as_u8(), order);
+    }
+}
 
 /// One thread's shared state. The wait counter has its own cache line
 /// (written on every contended acquisition); the rest is written rarely.
@@ -32,13 +50,13 @@ pub struct Slot {
     pub wait: WaitCounter,
     /// Kernel thread id; 0 until the slot is ready.
     pub tid: AtomicI32,
-    /// Placement chosen by the monitor (`WANT_*`).
-    pub want: AtomicU32,
+    /// Placement chosen by the monitor.
+    pub want: AtomicPlacement,
     /// Bumped after every change of `want` or of the set it names: the one
     /// word a thread compares at each lock attempt.
     pub placement_seq: AtomicU32,
-    /// Placement the thread last applied to itself (`WANT_*`).
-    pub applied: AtomicU32,
+    /// Placement the thread last applied to itself.
+    pub applied: AtomicPlacement,
     /// Set by the monitor once the thread has exited.
     pub gone: AtomicBool,
     /// Lock attempts made while confined to the SSC: the progress measure
@@ -52,9 +70,9 @@ impl Slot {
         Slot {
             wait: WaitCounter::new(),
             tid: AtomicI32::new(0),
-            want: AtomicU32::new(WANT_ANY),
+            want: AtomicPlacement::new(),
             placement_seq: AtomicU32::new(0),
-            applied: AtomicU32::new(WANT_ANY),
+            applied: AtomicPlacement::new(),
             gone: AtomicBool::new(false),
             ssc_attempts: AtomicU64::new(0),
         }
@@ -75,14 +93,22 @@ pub static START_MASK: AtomicCpuMask = AtomicCpuMask::new();
 /// Spin probes of a waiter under the SSC policy before it yields.
 static SPIN_BEFORE_YIELD: AtomicU32 = AtomicU32::new(crate::config::DEFAULT_SPIN_BEFORE_YIELD);
 
-const UNREGISTERED: u32 = u32::MAX;
-const UNMANAGED: u32 = u32::MAX - 1;
+/// A thread's standing in the table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Standing {
+    /// Has not taken a lock yet.
+    Unregistered,
+    /// Never managed: the monitor itself, or the table was full.
+    Unmanaged,
+    /// Owns this slot.
+    Slot(u32),
+}
 
 /// The calling thread's view: its slot, its tid, what it applied.
 struct Local {
-    slot: Cell<u32>,
+    slot: Cell<Standing>,
     tid: Cell<i32>,
-    applied_want: Cell<u32>,
+    applied_want: Cell<Placement>,
     applied_seq: Cell<u32>,
 }
 
@@ -90,9 +116,9 @@ std::thread_local! {
     // Const-initialised, no destructor: first use allocates nothing.
     static LOCAL: Local = const {
         Local {
-            slot: Cell::new(UNREGISTERED),
+            slot: Cell::new(Standing::Unregistered),
             tid: Cell::new(0),
-            applied_want: Cell::new(WANT_ANY),
+            applied_want: Cell::new(Placement::Unconfined),
             applied_seq: Cell::new(0),
         }
     };
@@ -119,20 +145,22 @@ pub fn current_tid() -> i32 {
 #[inline]
 pub fn on_lock_attempt() -> bool {
     LOCAL.with(|l| {
-        let mut slot = l.slot.get();
-        if slot == UNREGISTERED {
-            slot = register(l);
-        }
-        let Some(s) = SLOTS.get(slot as usize) else {
-            return false;
+        let slot = match l.slot.get() {
+            Standing::Slot(i) => i,
+            Standing::Unregistered => match register(l) {
+                Standing::Slot(i) => i,
+                _ => return false,
+            },
+            Standing::Unmanaged => return false,
         };
+        let s = &SLOTS[slot as usize];
         // Acquire: the placement and masks stored before the bump are
         // visible. Never bumped without a policy, so one compare suffices.
         let seq = s.placement_seq.load(Ordering::Acquire);
         if seq != l.applied_seq.get() {
             migrate(l, s, seq);
         }
-        let confined = l.applied_want.get() == WANT_SSC;
+        let confined = l.applied_want.get() == Placement::Ssc;
         if confined {
             // Relaxed load + store: this thread is the only writer, and the
             // monitor only needs an eventually-seen count.
@@ -145,7 +173,7 @@ pub fn on_lock_attempt() -> bool {
 
 #[cold]
 #[inline(never)]
-fn register(l: &Local) -> u32 {
+fn register(l: &Local) -> Standing {
     // Relaxed: the claim only needs to be unique.
     let claim = CLAIMED.fetch_add(1, Ordering::Relaxed);
     let index = if (claim as usize) < MAX_THREADS {
@@ -154,19 +182,19 @@ fn register(l: &Local) -> u32 {
         match reuse_gone_slot() {
             Some(i) => i,
             None => {
-                l.slot.set(UNMANAGED);
-                return UNMANAGED;
+                l.slot.set(Standing::Unmanaged);
+                return Standing::Unmanaged;
             }
         }
     };
     let s = &SLOTS[index];
     s.wait.take();
     set_thread_counter(&s.wait);
-    l.slot.set(index as u32);
+    l.slot.set(Standing::Slot(index as u32));
     // Release: the slot's other fields are initialised before the monitor
     // sees the new tid.
     s.tid.store(current_tid(), Ordering::Release);
-    index as u32
+    Standing::Slot(index as u32)
 }
 
 /// With the table full, the slot of a thread the monitor saw exit.
@@ -184,9 +212,9 @@ fn reuse_gone_slot() -> Option<usize> {
 fn migrate(l: &Local, s: &Slot, seq: u32) {
     let want = s.want.load(Ordering::Relaxed); // Relaxed: ordered by the seq's Acquire.
     let mask = match want {
-        WANT_SSC => &SSC_MASK,
-        WANT_GENERAL => &GENERAL_MASK,
-        _ => &START_MASK,
+        Placement::Ssc => &SSC_MASK,
+        Placement::General => &GENERAL_MASK,
+        Placement::Unconfined => &START_MASK,
     };
     // A refused move is not retried until the placement changes again.
     mask.apply(0);
@@ -196,7 +224,7 @@ fn migrate(l: &Local, s: &Slot, seq: u32) {
 }
 
 /// Sets the placement of slot `i`; its thread applies it at its next lock.
-pub fn set_want(i: usize, want: u32) {
+pub fn set_want(i: usize, want: Placement) {
     let s = &SLOTS[i];
     // Relaxed: published by the Release bump.
     if s.want.load(Ordering::Relaxed) != want {
@@ -231,7 +259,7 @@ pub fn publish_masks(ssc: &[u32], general: &[u32]) {
     GENERAL_MASK.store(general);
     for s in &SLOTS[..slots_in_use()] {
         // Relaxed: a hint; the bump below publishes.
-        if s.want.load(Ordering::Relaxed) != WANT_ANY {
+        if s.want.load(Ordering::Relaxed) != Placement::Unconfined {
             // Release: the masks are visible to whoever sees the bump.
             s.placement_seq.fetch_add(1, Ordering::Release);
         }
@@ -257,18 +285,18 @@ pub fn reset_after_fork() {
     let used = slots_in_use();
     for s in &SLOTS[..used] {
         s.tid.store(0, Ordering::Relaxed); // Relaxed: single-threaded here.
-        s.want.store(WANT_ANY, Ordering::Relaxed);
+        s.want.store(Placement::Unconfined, Ordering::Relaxed);
         s.placement_seq.store(0, Ordering::Relaxed);
-        s.applied.store(WANT_ANY, Ordering::Relaxed);
+        s.applied.store(Placement::Unconfined, Ordering::Relaxed);
         s.gone.store(false, Ordering::Relaxed);
         s.wait.take();
     }
     CLAIMED.store(0, Ordering::Relaxed); // Relaxed: single-threaded here.
     clear_thread_counter();
     LOCAL.with(|l| {
-        l.slot.set(UNREGISTERED);
+        l.slot.set(Standing::Unregistered);
         l.tid.set(0);
-        l.applied_want.set(WANT_ANY);
+        l.applied_want.set(Placement::Unconfined);
         l.applied_seq.set(0);
     });
     START_MASK.apply(0);
@@ -276,7 +304,7 @@ pub fn reset_after_fork() {
 
 /// Marks the calling thread as never managed (the monitor itself).
 pub fn exclude_current_thread() {
-    LOCAL.with(|l| l.slot.set(UNMANAGED));
+    LOCAL.with(|l| l.slot.set(Standing::Unmanaged));
 }
 
 #[cfg(test)]
@@ -290,8 +318,11 @@ mod tests {
             let first = LOCAL.with(|l| l.slot.get());
             on_lock_attempt();
             let second = LOCAL.with(|l| l.slot.get());
+            let Standing::Slot(i) = first else {
+                panic!("not registered: {first:?}")
+            };
             (
-                slot(first as usize).tid.load(Ordering::Acquire),
+                slot(i as usize).tid.load(Ordering::Acquire),
                 current_tid(),
                 first,
                 second,
@@ -305,14 +336,19 @@ mod tests {
 
     #[test]
     fn an_excluded_thread_takes_no_slot() {
-        let claimed = std::thread::spawn(|| {
+        let (standing, in_table, confined) = std::thread::spawn(|| {
             exclude_current_thread();
-            let before = CLAIMED.load(Ordering::Relaxed);
-            assert!(!on_lock_attempt());
-            LOCAL.with(|l| l.slot.get()) == UNMANAGED && CLAIMED.load(Ordering::Relaxed) >= before
+            let confined = on_lock_attempt();
+            // Other tests register threads meanwhile; none of the slots is
+            // this one's (checked while it lives, so its tid is not reused).
+            let tid = current_tid();
+            let in_table = (0..slots_in_use()).any(|i| slot(i).tid.load(Ordering::Acquire) == tid);
+            (LOCAL.with(|l| l.slot.get()), in_table, confined)
         })
         .join()
         .unwrap();
-        assert!(claimed);
+        assert!(!confined);
+        assert_eq!(standing, Standing::Unmanaged);
+        assert!(!in_table);
     }
 }

@@ -5,13 +5,15 @@
 
 use crate::policy::{CoreLoads, CoreRange, SimPolicy};
 use crate::topology::Machine;
-use corral_policy::placement::Topology;
+use corral_policy::placement::{Placement, Topology};
 use corral_policy::ssc::{
-    Decision, MigState, SliceObs, SscController, SscParams, ThreadPolicyState,
+    program_key, Decision, MigState, SliceObs, SscController, SscParams, ThreadPolicyState,
 };
 
 /// Every simulated task runs the same program: one classification key.
-const PROGRAM_KEY: u64 = 0x5EED;
+fn sim_program_key() -> u64 {
+    program_key(b"corral-sim", b"task")
+}
 
 /// SSC threads are confined to the first `bound` cores of the topology
 /// order; all others to the rest (separate balancing, paper 1 Sec. 3.4).
@@ -79,6 +81,16 @@ impl Lca {
             .collect()
     }
 
+    /// Where task `task` belongs now (the policy's rule; see `allowed`).
+    pub fn placement(&self, task: u32) -> Placement {
+        self.ctrl().placement(&self.threads[task as usize])
+    }
+
+    /// The SSC controller (after `start`).
+    pub fn controller(&self) -> Option<&SscController> {
+        self.ctrl.as_ref()
+    }
+
     #[inline]
     fn ctrl(&self) -> &SscController {
         self.ctrl.as_ref().expect("start() runs before any event")
@@ -104,7 +116,7 @@ impl SimPolicy for Lca {
         debug_assert!(order.iter().enumerate().all(|(i, &c)| c == i as u32));
         let ctrl = SscController::new(self.params, order, 0);
         self.threads = (0..tasks)
-            .map(|_| ctrl.register_thread(PROGRAM_KEY, 0))
+            .map(|_| ctrl.register_thread(sim_program_key(), 0))
             .collect();
         self.ctrl = Some(ctrl);
         self.cores = machine.cores;
@@ -175,7 +187,7 @@ impl SimPolicy for Lca {
         let ctrl = self.ctrl.as_ref().expect("started");
         let old = self.threads[task as usize];
         ctrl.unregister_thread(&old);
-        let mut new = ctrl.register_thread(PROGRAM_KEY, now_ns);
+        let mut new = ctrl.register_thread(sim_program_key(), now_ns);
         new.slice_begin = old.slice_begin;
         new.record_bound = old.record_bound;
         if new.is_mig == MigState::QualifyToMigrate {
@@ -197,23 +209,17 @@ impl SimPolicy for Lca {
         self.record(d);
     }
 
+    /// The policy's placement rule over the engine's cores, which are
+    /// numbered in topology order (positions are core ids).
     #[inline]
     fn allowed(&self, task: u32) -> CoreRange {
         let ctrl = self.ctrl();
-        let bound = ctrl.bound().min(self.cores);
-        if self.threads[task as usize].is_mig == MigState::HaveMigrated {
-            CoreRange { lo: 0, hi: bound }
-        } else if bound < self.cores && ctrl.lock_intensive() > 0 {
-            // With nobody on the SSC its cores are general cores too.
-            CoreRange {
-                lo: bound,
-                hi: self.cores,
-            }
-        } else {
-            CoreRange {
-                lo: 0,
-                hi: self.cores,
-            }
+        let span = ctrl
+            .placement(&self.threads[task as usize])
+            .span(ctrl.bound(), self.cores as usize);
+        CoreRange {
+            lo: span.start as u32,
+            hi: span.end as u32,
         }
     }
 

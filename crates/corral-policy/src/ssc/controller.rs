@@ -97,6 +97,43 @@ impl SscController {
         }
     }
 
+    /// Where `thread` belongs now ([`Placement::of`] under this controller's
+    /// lock-intensive count). Drivers that move threads at their lock
+    /// attempts (Algorithm 2 proper, the simulator) read it between
+    /// attempts.
+    #[inline]
+    pub fn placement(&self, thread: &ThreadPolicyState) -> Placement {
+        Placement::of(thread.is_mig, self.lock_intensive())
+    }
+
+    /// Algorithm 2 for a driver that places threads from a monitor instead
+    /// of inside each lock attempt (both Linux runtimes): a lock-intensive
+    /// thread is admitted as at a lock attempt on `current` (its core when
+    /// known; `None` counts as off the SSC), then [`Self::placement`]. The
+    /// driver confines the thread to [`Self::cores_of`] the result; the
+    /// kernel balances it inside.
+    #[inline]
+    pub fn place_from_monitor(
+        &self,
+        thread: &mut ThreadPolicyState,
+        current: Option<CoreId>,
+        loads: &[u32],
+        now: Nanos,
+    ) -> Placement {
+        if thread.is_mig != MigState::General {
+            // Cores outside the order are never SSC cores.
+            let _ = self.on_lock_attempt(thread, current.unwrap_or(CoreId::MAX), loads, now);
+        }
+        self.placement(thread)
+    }
+
+    /// The CPUs of `placement` under the current bound (see
+    /// [`Placement::cores`]).
+    #[inline]
+    pub fn cores_of(&self, placement: Placement) -> &[CoreId] {
+        placement.cores(&self.order, self.bound())
+    }
+
     #[cold]
     fn place(
         &self,

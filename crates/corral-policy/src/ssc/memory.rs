@@ -7,6 +7,21 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// The classification-memory key of a thread: FNV-1a over its program
+/// (the executable's path, or any name the driver uses for the whole
+/// program) and its thread name (`comm`), so threads of one program with
+/// different roles are remembered apart. Stable across runs and builds.
+pub fn program_key(program: &[u8], thread: &[u8]) -> u64 {
+    let fnv = |h: u64, bytes: &[u8]| {
+        bytes
+            .iter()
+            .fold(h, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
+    };
+    // A separator byte no path or comm contains keeps ("ab", "c") and
+    // ("a", "bc") apart.
+    fnv(fnv(fnv(0xcbf2_9ce4_8422_2325, program), &[0]), thread)
+}
+
 /// A small lossy set of 64-bit keys (program or program/lock hashes) in a
 /// fixed table: two candidate slots per key, a full pair overwrites its first
 /// slot. Lock free; losing an entry only delays a classification by a slice.

@@ -24,20 +24,24 @@
 //! lock-intensive threads, so the search compares measured throughput.
 //! Globally, from a monitor:
 //! [`SscController::tick`] for the timer and [`SscController::on_ssc_load`]
-//! for growth on load. The SSC is `order()[..bound()]`; everything else is
-//! the general set (paper 1, Sec. 3.4: balance the two apart).
+//! for growth on load. Where a thread runs is [`SscController::placement`]
+//! (or [`SscController::place_from_monitor`] for a driver that places from a
+//! monitor), on the CPUs [`SscController::cores_of`] names: the SSC is
+//! `order()[..bound()]`, everything else the general set (paper 1, Sec. 3.4:
+//! balance the two apart).
 
 mod memory;
 mod params;
 mod search;
 
-pub use memory::ClassMemory;
+pub use memory::{program_key, ClassMemory};
 pub use params::{Decision, DecisionKind, SscParams, PAPER_TSC_HZ, PAPER_VOTE_TICKS_PER_CORE};
 pub use search::{Phase, Refine, SearchState};
 
 use crate::detect::{is_quiet, qualifies, QuietStreak};
+use crate::placement::Placement;
 use crate::{CoreId, Nanos};
-use search::Round;
+use search::{BoundMove, Round};
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
@@ -267,29 +271,32 @@ impl SscController {
             lock_intensive,
             climbing: voting.search.climbing,
         };
-        if step.restart {
-            decision.bound_after = self.restart(voting, now);
-        } else if let Some(new_bound) = step.new_bound {
-            self.move_bound(voting, new_bound, now);
-            decision.bound_after = new_bound;
-        } else if self.params.votes_per_ssc_core > 0 {
+        match step.bound {
+            BoundMove::Restart => decision.bound_after = self.restart(voting, now),
+            BoundMove::To(new_bound) => {
+                self.move_bound(voting, new_bound, now);
+                decision.bound_after = new_bound;
+            }
             // Disjoint rounds: each round is fresh evidence, so confirmations
             // (and jump confirmations) are independent readings.
-            self.clear_votes(voting, now);
-        } else {
-            // Alg. 4 line 50: SHRINK_VOTING(1, 2) lets older votes fade.
-            voting.locking /= 2;
-            voting.slice /= 2;
-            voting.votes /= 2;
-            self.voted_slice.store(voting.slice, HINT);
-            // The progress window fades alike: half the count over half the time.
-            self.progress.fetch_sub(progress / 2, HINT);
-            self.progress_since.store(now - elapsed / 2, HINT);
+            BoundMove::Keep if self.params.votes_per_ssc_core > 0 => self.clear_votes(voting, now),
+            BoundMove::Keep => self.fade_votes(voting, now, progress, elapsed),
         }
         if let Phase::Refine(refine) = voting.search.phase {
             decision.climbing = refine.streak;
         }
         decision
+    }
+
+    /// Alg. 4 line 50: SHRINK_VOTING(1, 2) lets older votes fade; the
+    /// progress window fades alike (half the count over half the time).
+    fn fade_votes(&self, voting: &mut Voting, now: Nanos, progress: u64, elapsed: Nanos) {
+        voting.locking /= 2;
+        voting.slice /= 2;
+        voting.votes /= 2;
+        self.voted_slice.store(voting.slice, HINT);
+        self.progress.fetch_sub(progress / 2, HINT);
+        self.progress_since.store(now - elapsed / 2, HINT);
     }
 
     /// Sets the bound, clears the votes and re-arms the timer (Alg. 4 lines

@@ -55,15 +55,43 @@ pub(crate) struct Round {
     pub useful_perc: f64,
 }
 
+/// What a determination does to the bound.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BoundMove {
+    /// The bound stays; the votes fade (or are cleared, with disjoint rounds).
+    Keep,
+    /// The bound moves here and the votes are cleared.
+    To(u32),
+    /// The search restarts from the initial bound.
+    Restart,
+}
+
 /// What one determination decided.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Step {
     pub kind: DecisionKind,
     pub thro: f64,
-    /// `Some` when the bound moves (the votes are then cleared).
-    pub new_bound: Option<u32>,
-    /// The search must restart from the initial bound.
-    pub restart: bool,
+    pub bound: BoundMove,
+}
+
+impl Step {
+    /// Nothing moves (a confirmation counted, or a settled round).
+    fn hold(thro: f64) -> Self {
+        Step {
+            kind: DecisionKind::Hold,
+            thro,
+            bound: BoundMove::Keep,
+        }
+    }
+
+    /// The bound moves to `bound`.
+    fn to(kind: DecisionKind, thro: f64, bound: u32) -> Self {
+        Step {
+            kind,
+            thro,
+            bound: BoundMove::To(bound),
+        }
+    }
 }
 
 /// Paper 1's Algorithm 4 (`determine_new_bound`): its persistent variables
@@ -112,12 +140,7 @@ impl SearchState {
     /// Alg. 4 lines 6-43, the doubling with `confirmations` better rounds to
     /// grow and (as in the paper) one more to step back.
     fn climb(&mut self, params: &SscParams, round: Round, work_cores: u32, thro: f64) -> Step {
-        let hold = Step {
-            kind: DecisionKind::Hold,
-            thro,
-            new_bound: None,
-            restart: false,
-        };
+        let hold = Step::hold(thro);
         let confirmations = params.confirmations.max(1) as i32;
         if thro > self.thro_last_step {
             if self.climbing < 0 {
@@ -133,12 +156,7 @@ impl SearchState {
             self.climbing = 1;
             if new_bound > work_cores {
                 self.record_last(work_cores, thro);
-                return Step {
-                    kind: DecisionKind::Double,
-                    thro,
-                    new_bound: Some(new_bound),
-                    restart: false,
-                };
+                return Step::to(DecisionKind::Double, thro, new_bound);
             }
             // Capped: the paper keeps re-confirming; corral refines below.
             if params.refine {
@@ -159,18 +177,13 @@ impl SearchState {
         self.climbing = 0;
         if params.refine {
             let mut step = self.start_refine(round, back, self.thro_last_step);
-            if step.new_bound.is_none() && round.bound != back {
-                step.new_bound = Some(back);
+            if step.bound == BoundMove::Keep && round.bound != back {
+                step.bound = BoundMove::To(back);
             }
             return step;
         }
         self.phase = Phase::Settled;
-        Step {
-            kind: DecisionKind::StepBack,
-            thro,
-            new_bound: Some(back),
-            restart: false,
-        }
+        Step::to(DecisionKind::StepBack, thro, back)
     }
 
     fn record_last(&mut self, work_cores: u32, thro: f64) {
@@ -206,12 +219,7 @@ impl SearchState {
                 refine.probe = candidate as u32;
                 refine.streak = 0;
                 self.phase = Phase::Refine(refine);
-                return Step {
-                    kind: DecisionKind::RefineProbe,
-                    thro,
-                    new_bound: Some(refine.probe),
-                    restart: false,
-                };
+                return Step::to(DecisionKind::RefineProbe, thro, refine.probe);
             }
             if refine.dir > 0 && refine.moved_dir == 0 {
                 refine.dir = -1;
@@ -224,12 +232,14 @@ impl SearchState {
         self.phase = Phase::Settled;
         self.climbing = 0;
         self.record_last(refine.center, refine.center_thro);
-        let new_bound = (round.bound != refine.center).then_some(refine.center);
         Step {
             kind: DecisionKind::RefineSettle,
             thro,
-            new_bound,
-            restart: false,
+            bound: if round.bound == refine.center {
+                BoundMove::Keep
+            } else {
+                BoundMove::To(refine.center)
+            },
         }
     }
 
@@ -265,12 +275,7 @@ impl SearchState {
             return self.next_probe(round, refine, thro);
         }
         self.phase = Phase::Refine(refine);
-        Step {
-            kind: DecisionKind::Hold,
-            thro,
-            new_bound: None,
-            restart: false,
-        }
+        Step::hold(thro)
     }
 
     /// Alg. 4 lines 44-47: a change of work cores, or T outside
@@ -295,18 +300,12 @@ impl SearchState {
         } else if jumped {
             DecisionKind::RestartThroughputJump
         } else {
-            return Step {
-                kind: DecisionKind::Hold,
-                thro,
-                new_bound: None,
-                restart: false,
-            };
+            return Step::hold(thro);
         };
         Step {
             kind,
             thro,
-            new_bound: None,
-            restart: true,
+            bound: BoundMove::Restart,
         }
     }
 }

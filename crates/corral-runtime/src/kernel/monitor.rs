@@ -5,11 +5,11 @@
 //! the others on the complement (separate balancing, Sec. 3.4).
 
 use std::collections::{BTreeMap, HashMap};
-use std::hash::{Hash, Hasher};
 
+use corral_policy::placement::Placement;
 use corral_policy::ssc::{
-    Decision, DecisionKind, MigState, SliceObs, SscController, SscParams, ThreadAction,
-    ThreadPolicyState,
+    program_key, Decision, DecisionKind, MigState, SliceObs, SscController, SscParams,
+    ThreadAction, ThreadPolicyState,
 };
 use corral_policy::CoreId;
 
@@ -71,6 +71,8 @@ struct ThreadEntry {
     mask: Option<Vec<u32>>,
     /// The mask it had when first seen, restored when the monitor stops.
     original: Option<Vec<u32>>,
+    /// Where the policy placed it last.
+    placed: Placement,
     gone: bool,
 }
 
@@ -80,7 +82,8 @@ pub struct KernelMonitor {
     cfg: MonitorConfig,
     ctrl: SscController,
     threads: BTreeMap<u32, ThreadEntry>,
-    program_keys: HashMap<u32, u64>,
+    /// Each process's executable path (the program half of the key).
+    programs: HashMap<u32, Vec<u8>>,
     decisions: Vec<Decision>,
     actions: Vec<AffinityAction>,
     /// When the bound last moved: slices begun earlier do not vote (Alg. 3
@@ -91,12 +94,11 @@ pub struct KernelMonitor {
     holds: u64,
 }
 
-/// Per-program key of the classification memory: the executable's path.
-fn program_key(tgid: u32) -> u64 {
-    let exe = std::fs::read_link(format!("/proc/{tgid}/exe")).unwrap_or_default();
-    let mut h = std::hash::DefaultHasher::new();
-    exe.hash(&mut h);
-    h.finish()
+/// The executable's path of process `tgid` (empty once it is gone).
+fn program_of(tgid: u32) -> Vec<u8> {
+    std::fs::read_link(format!("/proc/{tgid}/exe"))
+        .map(|p| p.into_os_string().into_encoded_bytes())
+        .unwrap_or_default()
 }
 
 fn comm_of(tgid: u32, tid: u32) -> String {
@@ -113,7 +115,7 @@ impl KernelMonitor {
             cfg,
             ctrl,
             threads: BTreeMap::new(),
-            program_keys: HashMap::new(),
+            programs: HashMap::new(),
             decisions: Vec::new(),
             actions: Vec::new(),
             bound_changed_at: now,
@@ -126,6 +128,12 @@ impl KernelMonitor {
     /// The controller (bound, SSC cores, votes).
     pub fn controller(&self) -> &SscController {
         &self.ctrl
+    }
+
+    /// Where the policy placed thread `tid` at the last [`Self::apply`];
+    /// `None` for a thread never seen or gone.
+    pub fn placement_of(&self, tid: u32) -> Option<Placement> {
+        self.threads.get(&tid).filter(|t| !t.gone).map(|t| t.placed)
     }
 
     /// Threads classified lock intensive now.
@@ -157,13 +165,15 @@ impl KernelMonitor {
         let entry = match self.threads.entry(rec.tid) {
             std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::btree_map::Entry::Vacant(e) => {
-                let key = *self
-                    .program_keys
+                let program = self
+                    .programs
                     .entry(rec.tgid)
-                    .or_insert_with(|| program_key(rec.tgid));
+                    .or_insert_with(|| program_of(rec.tgid));
+                let comm = comm_of(rec.tgid, rec.tid);
+                let key = program_key(program, comm.as_bytes());
                 e.insert(ThreadEntry {
                     tgid: rec.tgid,
-                    comm: comm_of(rec.tgid, rec.tid),
+                    comm,
                     state: self.ctrl.register_thread(key, rec.begin_ns),
                     last_cpu: rec.cpu,
                     pending: None,
@@ -178,6 +188,7 @@ impl KernelMonitor {
                     shares: Vec::new(),
                     mask: get_thread_affinity(rec.tid as i32).ok(),
                     original: get_thread_affinity(rec.tid as i32).ok(),
+                    placed: Placement::Unconfined,
                     gone: false,
                 })
             }
@@ -270,24 +281,12 @@ impl KernelMonitor {
 
     fn place(&mut self, tid: u32, loads: &[u32], now: u64) {
         let entry = self.threads.get_mut(&tid).expect("live thread");
-        let intensive = entry.state.is_mig != MigState::General;
-        if intensive {
-            // Counts the thread in and records the bound it is placed under;
-            // the mask below is the whole SSC, balanced by the kernel inside.
-            let _ = self
-                .ctrl
-                .on_lock_attempt(&mut entry.state, entry.last_cpu, loads, now);
-        }
-        let ssc = self.ctrl.ssc_cores();
-        let complement = &self.cfg.order[ssc.len().min(self.cfg.order.len())..];
-        let (to, wanted): (&'static str, &[u32]) = if intensive {
-            ("ssc", ssc)
-        } else if self.ctrl.lock_intensive() > 0 && !complement.is_empty() {
-            ("general", complement)
-        } else {
-            ("general", &self.cfg.order)
-        };
-        let mut wanted = wanted.to_vec();
+        // The mask is the whole set, balanced by the kernel inside.
+        let to = self
+            .ctrl
+            .place_from_monitor(&mut entry.state, Some(entry.last_cpu), loads, now);
+        entry.placed = to;
+        let mut wanted = self.ctrl.cores_of(to).to_vec();
         wanted.sort_unstable();
         if !self.cfg.apply || entry.mask.as_deref() == Some(&wanted[..]) {
             return;

@@ -46,8 +46,8 @@ pub struct AffinityAction {
     /// Since the session began, ns.
     pub at_ns: u64,
     pub tid: u32,
-    /// `ssc` (lock intensive) or `general` (the complement).
-    pub to: &'static str,
+    /// Where it went (`ssc`, `general`, or `unconfined`: every CPU).
+    pub to: corral_policy::placement::Placement,
     /// The SSC bound it was placed under.
     pub bound: u32,
     pub requested: Vec<u32>,

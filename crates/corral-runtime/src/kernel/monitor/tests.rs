@@ -52,7 +52,7 @@ fn a_waiting_thread_is_confined_to_the_ssc_and_a_quiet_one_to_the_complement() {
         .iter()
         .find(|a| a.tid == hot)
         .expect("hot thread moved");
-    assert_eq!((moved.to, &moved.read_back), ("ssc", &ssc));
+    assert_eq!((moved.to, &moved.read_back), (Placement::Ssc, &ssc));
     if cpus.len() > 1 {
         // The others keep off the SSC (separate balancing, Sec. 3.4).
         assert_eq!(

@@ -1,5 +1,5 @@
-//! Where the Special Set of Cores (SSC) lives: a topology order whose prefixes
-//! pack the fewest NUMA nodes and last-level-cache (LLC) domains.
+//! The topology order whose prefixes pack the fewest NUMA nodes and
+//! last-level-cache (LLC) domains.
 //!
 //! Paper 1 (Cui et al., TACO 2013), Sec. 3.3, allocates SSC cores by
 //! consecutive id because on its machines consecutive ids share a chip, and
