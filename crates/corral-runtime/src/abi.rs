@@ -48,6 +48,17 @@ impl MigState {
     }
 }
 
+impl From<corral_policy::ssc::MigState> for MigState {
+    fn from(s: corral_policy::ssc::MigState) -> Self {
+        use corral_policy::ssc::MigState as Policy;
+        match s {
+            Policy::General => Self::General,
+            Policy::QualifyToMigrate => Self::QualifyToMigrate,
+            Policy::HaveMigrated => Self::HaveMigrated,
+        }
+    }
+}
+
 /// Process-wide header at offset 0 of the stats file.
 #[repr(C, align(64))]
 pub struct StatsHeader {

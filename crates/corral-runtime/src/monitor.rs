@@ -346,11 +346,7 @@ impl Monitor {
         for (i, track) in self.tracks.iter().enumerate() {
             let Some(rec) = stats.record(i) else { break };
             rec.tid.store(track.tid, Ordering::Relaxed);
-            let state = match track.policy.is_mig {
-                PolicyMig::General => MigState::General,
-                PolicyMig::QualifyToMigrate => MigState::QualifyToMigrate,
-                PolicyMig::HaveMigrated => MigState::HaveMigrated,
-            };
+            let state = MigState::from(track.policy.is_mig);
             rec.mig_state.store(state as u32, Ordering::Relaxed);
             rec.placed_bound
                 .store(track.policy.placed_bound, Ordering::Relaxed);

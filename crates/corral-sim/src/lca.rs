@@ -7,7 +7,7 @@ use crate::policy::{CoreLoads, CoreRange, SimPolicy};
 use crate::topology::Machine;
 use corral_policy::placement::{Placement, Topology};
 use corral_policy::ssc::{
-    program_key, Decision, MigState, SliceObs, SscController, SscParams, ThreadPolicyState,
+    program_key, Decision, SliceObs, SscController, SscParams, ThreadPolicyState,
 };
 
 /// Every simulated task runs the same program: one classification key.
@@ -158,10 +158,8 @@ impl SimPolicy for Lca {
         let ctrl = self.ctrl.as_ref().expect("started");
         let thread = &mut self.threads[task as usize];
         // The controller's own fast path, checked before building the loads.
-        match thread.is_mig {
-            MigState::General => return None,
-            MigState::HaveMigrated if thread.placed_bound == ctrl.bound() => return None,
-            _ => {}
+        if !ctrl.will_place(thread) {
+            return None;
         }
         loads.fill(&mut self.loads);
         ctrl.on_lock_attempt(thread, core, &self.loads, now_ns)
@@ -172,7 +170,7 @@ impl SimPolicy for Lca {
     /// lock-intensive tasks are proportional to their useful work.
     #[inline]
     fn on_lock_acquired(&mut self, task: u32, _lock: u32) {
-        if self.threads[task as usize].is_mig == MigState::HaveMigrated {
+        if self.placement(task) == Placement::Ssc {
             self.pending_progress += 1;
         }
     }
@@ -190,11 +188,10 @@ impl SimPolicy for Lca {
         let mut new = ctrl.register_thread(sim_program_key(), now_ns);
         new.slice_begin = old.slice_begin;
         new.record_bound = old.record_bound;
-        if new.is_mig == MigState::QualifyToMigrate {
-            // No loads: the engine's fork picks the least-loaded SSC core
-            // through `allowed`; this only counts and marks the task.
-            let _ = ctrl.on_lock_attempt(&mut new, self.core_of[task as usize], &[], now_ns);
-        }
+        // A remembered program's task is admitted at once. No loads: the
+        // engine's fork picks the least-loaded SSC core through `allowed`;
+        // this only counts and marks the task.
+        let _ = ctrl.on_lock_attempt(&mut new, self.core_of[task as usize], &[], now_ns);
         self.threads[task as usize] = new;
     }
 

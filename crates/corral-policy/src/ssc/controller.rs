@@ -87,13 +87,24 @@ impl SscController {
         loads: &[u32],
         _now: Nanos,
     ) -> Option<CoreId> {
-        let bound = self.bound();
+        // `now` is unused since the warm-up became per thread; kept for
+        // drivers already passing it.
+        if self.will_place(thread) {
+            self.place(thread, self.bound(), current, loads)
+        } else {
+            None
+        }
+    }
+
+    /// Whether [`Self::on_lock_attempt`] has anything to do for `thread`: it
+    /// is lock intensive and not yet placed under the current bound. A
+    /// driver may check it before gathering run-queue loads.
+    #[inline]
+    pub fn will_place(&self, thread: &ThreadPolicyState) -> bool {
         match thread.is_mig {
-            MigState::General => None,
-            MigState::HaveMigrated if thread.placed_bound == bound => None,
-            // `now` is unused since the warm-up became per thread; kept for
-            // drivers already passing it.
-            _ => self.place(thread, bound, current, loads),
+            MigState::General => false,
+            MigState::HaveMigrated => thread.placed_bound != self.bound(),
+            MigState::QualifyToMigrate => true,
         }
     }
 
@@ -120,7 +131,7 @@ impl SscController {
         loads: &[u32],
         now: Nanos,
     ) -> Placement {
-        if thread.is_mig != MigState::General {
+        if thread.is_mig.is_lock_intensive() {
             // Cores outside the order are never SSC cores.
             let _ = self.on_lock_attempt(thread, current.unwrap_or(CoreId::MAX), loads, now);
         }

@@ -59,6 +59,14 @@ pub enum MigState {
     HaveMigrated,
 }
 
+impl MigState {
+    /// Classified lock intensive (qualified or migrated).
+    #[inline]
+    pub fn is_lock_intensive(self) -> bool {
+        self != MigState::General
+    }
+}
+
 /// What the controller keeps per thread (paper 1's task_struct fields). The
 /// driver owns it and passes it to every call for that thread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use corral_policy::placement::Placement;
 use corral_policy::ssc::{
-    program_key, Decision, DecisionKind, MigState, SliceObs, SscController, SscParams,
-    ThreadAction, ThreadPolicyState,
+    program_key, Decision, DecisionKind, SliceObs, SscController, SscParams, ThreadAction,
+    ThreadPolicyState,
 };
 use corral_policy::CoreId;
 
@@ -140,7 +140,7 @@ impl KernelMonitor {
     pub fn intensive_threads(&self) -> Vec<u32> {
         self.threads
             .iter()
-            .filter(|(_, t)| t.state.is_mig != MigState::General)
+            .filter(|(_, t)| t.state.is_mig.is_lock_intensive())
             .map(|(&tid, _)| tid)
             .collect()
     }
@@ -262,7 +262,7 @@ impl KernelMonitor {
         for t in self
             .threads
             .values()
-            .filter(|t| !t.gone && t.state.is_mig == MigState::HaveMigrated)
+            .filter(|t| !t.gone && self.ctrl.placement(&t.state) == Placement::Ssc)
         {
             if let Some(l) = loads.get_mut(t.last_cpu as usize) {
                 *l += 1;
