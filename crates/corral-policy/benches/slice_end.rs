@@ -7,7 +7,7 @@ use corral_policy::ssc::{
     DecisionKind, SliceDecision, SliceObs, SscController, SscParams, ThreadPolicyState,
 };
 use corral_policy::{CoreId, Nanos};
-use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use criterion::{black_box, criterion_main, Criterion};
 
 const THREADS: usize = 1_024;
 const CORES: u32 = 1_024;
@@ -118,5 +118,8 @@ fn slice_end(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, slice_end);
-criterion_main!(benches);
+// Private: criterion_group! defines an undocumented `pub fn`.
+mod group {
+    criterion::criterion_group!(benches, super::slice_end);
+}
+criterion_main!(group::benches);

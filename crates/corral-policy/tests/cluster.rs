@@ -1,3 +1,6 @@
+//! CA clustering (paper 5, Sec. 2.3): lock-usage similarity, clusters,
+//! globally shared locks and the CPU mapping plan.
+
 use corral_policy::cluster::{
     cluster_threads, clustering_accuracy, globally_shared_slots, mapping_plan, similarity,
     CaParams, Cluster, SeVectors,

@@ -1,3 +1,6 @@
+//! Critical-Section-First (paper 5, Sec. 2.4): the quantum bonus and its
+//! renewal.
+
 use corral_policy::csf::{CsfParams, QuantumDecision, RenewalState};
 
 #[test]

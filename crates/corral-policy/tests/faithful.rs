@@ -1,3 +1,6 @@
+//! Faithful Scheduling (paper 4): the scaling factor, Table I and the
+//! quantum it gives.
+
 use corral_policy::faithful::{quantum_for, scaling_factor, FaithfulController, FfParams, TABLE_I};
 
 #[test]

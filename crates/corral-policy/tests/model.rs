@@ -1,3 +1,6 @@
+//! The Markov model of ticket-lock collapse and its MCS counterpart
+//! (paper 3): curves, peaks and normalised throughput.
+
 use corral_policy::model::{curve, normalised_throughput, peak, McsModel, ModelPoint, TicketModel};
 
 const FIG8: TicketModel = TicketModel {

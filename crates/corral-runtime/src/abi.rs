@@ -60,6 +60,7 @@ impl From<corral_policy::ssc::MigState> for MigState {
 }
 
 /// Process-wide header at offset 0 of the stats file.
+#[derive(Debug)]
 #[repr(C, align(64))]
 pub struct StatsHeader {
     /// [`STATS_MAGIC`]; written last by the creator so readers never see a
@@ -87,6 +88,7 @@ pub struct StatsHeader {
 
 /// One thread's live counters. Written by the thread itself (wait times)
 /// and by the monitor (classification); read by anyone.
+#[derive(Debug)]
 #[repr(C, align(64))]
 pub struct ThreadRecord {
     /// Kernel thread id (gettid); 0 = free slot.

@@ -10,6 +10,7 @@ pub const MASK_WORDS: usize = 16;
 /// Written by the monitor, read by threads applying it; a reader racing a
 /// write may see a mix of old and new words, which [`AtomicCpuMask::apply`]
 /// tolerates (the generation check re-applies it).
+#[derive(Debug)]
 pub struct AtomicCpuMask {
     words: [AtomicU64; MASK_WORDS],
 }

@@ -14,29 +14,61 @@ use serde::{Deserialize, Serialize};
 pub enum Event {
     /// The monitor started with this SSC size (0 = no SSC: policy none).
     Start {
+        /// Milliseconds since the monitor started.
         t_ms: f64,
+        /// The managed process.
         pid: i32,
+        /// Placement policy name.
         policy: String,
+        /// Lock algorithm name.
         lock: String,
+        /// Initial SSC bound.
         bound: u32,
+        /// The CPUs the process may use, in SSC order.
         cpus: Vec<u32>,
     },
     /// A controller decision (search, timer, adaptation).
     Decision {
+        /// Milliseconds since the monitor started.
         t_ms: f64,
+        /// The decision's kind (`DecisionKind`, as its name).
         kind: String,
+        /// SSC bound before the decision.
         bound_before: u32,
+        /// SSC bound after it.
         bound_after: u32,
+        /// Normalised throughput T(n) measured.
         throughput: f64,
+        /// Estimated lock-intensive share of execution.
         p: f64,
+        /// Lock-intensive threads counted.
         lock_intensive: u32,
     },
     /// A thread qualified as lock intensive at the end of a slice.
-    Qualified { t_ms: f64, tid: i32, share: f64 },
+    Qualified {
+        /// Milliseconds since the monitor started.
+        t_ms: f64,
+        /// The thread.
+        tid: i32,
+        /// Its lock-wait share in that slice.
+        share: f64,
+    },
     /// A thread cooled down and went back to the general cores.
-    MigrateBack { t_ms: f64, tid: i32, share: f64 },
+    MigrateBack {
+        /// Milliseconds since the monitor started.
+        t_ms: f64,
+        /// The thread.
+        tid: i32,
+        /// Its lock-wait share in the last slice.
+        share: f64,
+    },
     /// A thread exited.
-    Exited { t_ms: f64, tid: i32 },
+    Exited {
+        /// Milliseconds since the monitor started.
+        t_ms: f64,
+        /// The thread.
+        tid: i32,
+    },
 }
 
 impl Event {
@@ -55,6 +87,7 @@ impl Event {
 }
 
 /// Appends events to a file, one line each.
+#[derive(Debug)]
 pub struct EventLog {
     out: BufWriter<File>,
 }

@@ -56,6 +56,7 @@ pub enum Observed {
 }
 
 /// What the monitor keeps per registered thread.
+#[derive(Debug)]
 struct Track {
     tid: i32,
     policy: ThreadPolicyState,
@@ -102,6 +103,7 @@ fn idle_policy() -> ThreadPolicyState {
 }
 
 /// The monitor's state; one per process.
+#[derive(Debug)]
 pub struct Monitor {
     cfg: RuntimeConfig,
     ctrl: Option<SscController>,

@@ -65,6 +65,17 @@ pub struct Slot {
     pub ssc_attempts: AtomicU64,
 }
 
+impl std::fmt::Debug for Slot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Slot")
+            .field("tid", &self.tid)
+            .field("want", &self.want)
+            .field("applied", &self.applied)
+            .field("gone", &self.gone)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Slot {
     const fn new() -> Self {
         Slot {

@@ -13,6 +13,7 @@ use serde::Serialize;
 use crate::abi::{stats_file_len, MigState, StatsHeader, ThreadRecord, STATS_MAGIC, STATS_VERSION};
 
 /// A shared mapping of a stats file.
+#[derive(Debug)]
 pub struct StatsMap {
     base: *mut u8,
     len: usize,
@@ -169,6 +170,7 @@ impl Drop for StatsMap {
 /// One thread in a snapshot.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ThreadSnapshot {
+    /// Thread id.
     pub tid: i32,
     /// Lock waiting over the thread's life, ns.
     pub wait_ns: u64,
@@ -189,12 +191,17 @@ pub struct ThreadSnapshot {
 /// A snapshot of one process's stats file.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct StatsSnapshot {
+    /// The process.
     pub pid: i32,
+    /// Current SSC bound.
     pub ssc_bound: u32,
+    /// Threads classified lock intensive.
     pub n_lock_intensive: u32,
+    /// Publication counter, bumped at every publish.
     pub generation: u64,
     /// Last normalised throughput T(n).
     pub throughput: f64,
+    /// Every thread slot in use.
     pub threads: Vec<ThreadSnapshot>,
 }
 

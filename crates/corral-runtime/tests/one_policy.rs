@@ -141,8 +141,8 @@ fn user_space_kernel_and_simulator_drivers_place_threads_alike() {
         let user_ctrl = user.controller().expect("policy lca");
         let _ = user_ctrl.tick(end);
         kernel.apply(BASE_NS + end);
-        for t in 0..THREADS {
-            let _ = sim.on_lock_attempt(end, t as u32, core_of(placed[t]), &NoLoad);
+        for (t, &at) in placed.iter().enumerate() {
+            let _ = sim.on_lock_attempt(end, t as u32, core_of(at), &NoLoad);
         }
 
         let bound = sim.ssc().expect("started");

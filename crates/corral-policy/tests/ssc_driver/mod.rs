@@ -7,13 +7,13 @@ use corral_policy::ssc::{
 };
 use corral_policy::{CoreId, Nanos};
 
-pub const SLICE: Nanos = 10_000_000;
+pub(crate) const SLICE: Nanos = 10_000_000;
 /// Simulated time between two slice ends (many cores run in parallel).
-pub const STEP: Nanos = 10_000;
-pub const PROGRAM: u64 = 0xC0FFEE;
+pub(crate) const STEP: Nanos = 10_000;
+pub(crate) const PROGRAM: u64 = 0xC0FFEE;
 
 /// A round-robin driver: threads take turns running one slice each.
-pub struct Driver {
+pub(crate) struct Driver {
     pub ctl: SscController,
     pub threads: Vec<ThreadPolicyState>,
     pub core_of: Vec<CoreId>,
@@ -28,7 +28,7 @@ pub struct Driver {
 impl Driver {
     /// `n_threads` threads of one program on `n_cores` cores, all already
     /// lock intensive (one fully contended slice each).
-    pub fn new(params: SscParams, n_cores: u32, n_threads: usize) -> Self {
+    pub(crate) fn new(params: SscParams, n_cores: u32, n_threads: usize) -> Self {
         let mut driver = Self::unsettled(params, n_cores, n_threads);
         // Everyone moves into the SSC before the first vote, so the search
         // starts from a clean state (the early-vote skew is tested apart).
@@ -49,7 +49,7 @@ impl Driver {
 
     /// Like [`Self::new`], but the threads are still on the general cores:
     /// each moves at its first lock attempt, while others already vote.
-    pub fn unsettled(params: SscParams, n_cores: u32, n_threads: usize) -> Self {
+    pub(crate) fn unsettled(params: SscParams, n_cores: u32, n_threads: usize) -> Self {
         let topo = Topology::uniform(n_cores, 8, 4);
         let ctl = SscController::new(params, topo.ssc_order(), 0);
         let mut driver = Driver {
@@ -85,13 +85,13 @@ impl Driver {
 
     /// One slice of the next thread: lock attempt (Alg. 2), then a slice
     /// whose lock-wait share is `share(bound at slice start)`.
-    pub fn slice(&mut self, share: &dyn Fn(u32) -> f64) -> Option<Decision> {
+    pub(crate) fn slice(&mut self, share: &dyn Fn(u32) -> f64) -> Option<Decision> {
         let i = self.next;
         self.next = (self.next + 1) % self.threads.len();
         self.slice_of(i, &|b| (share(b) * SLICE as f64).round() as Nanos)
     }
 
-    pub fn slice_of(&mut self, i: usize, wait: &dyn Fn(u32) -> Nanos) -> Option<Decision> {
+    pub(crate) fn slice_of(&mut self, i: usize, wait: &dyn Fn(u32) -> Nanos) -> Option<Decision> {
         let thread = &mut self.threads[i];
         if let Some(target) =
             self.ctl
@@ -117,7 +117,7 @@ impl Driver {
     }
 
     /// Slices until the next determination; returns it.
-    pub fn round(&mut self, share: &dyn Fn(u32) -> f64) -> Decision {
+    pub(crate) fn round(&mut self, share: &dyn Fn(u32) -> f64) -> Decision {
         for _ in 0..1_000_000 {
             if let Some(decision) = self.slice(share) {
                 return decision;
@@ -128,7 +128,7 @@ impl Driver {
 
     /// Rounds until the search settles (or, capped as the paper leaves it,
     /// keeps re-confirming one bound for 20 rounds); returns the bound.
-    pub fn settle(&mut self, share: &dyn Fn(u32) -> f64) -> u32 {
+    pub(crate) fn settle(&mut self, share: &dyn Fn(u32) -> f64) -> u32 {
         let mut unchanged = 0;
         for _ in 0..2_000 {
             let decision = self.round(share);
@@ -146,16 +146,16 @@ impl Driver {
 }
 
 /// p(n) = n / (2 n*): T(n) = n (1 - p(n)) is a parabola peaking at n*.
-pub fn unimodal(optimum: u32) -> impl Fn(u32) -> f64 {
+pub(crate) fn unimodal(optimum: u32) -> impl Fn(u32) -> f64 {
     move |n| (f64::from(n) / (2.0 * f64::from(optimum))).min(1.0)
 }
 
-pub fn throughput(optimum: u32, n: u32) -> f64 {
+pub(crate) fn throughput(optimum: u32, n: u32) -> f64 {
     f64::from(n) * (1.0 - unimodal(optimum)(n))
 }
 
 /// Small warm-up so the sweep stays fast; the mechanism is tested apart.
-pub fn improved() -> SscParams {
+pub(crate) fn improved() -> SscParams {
     SscParams {
         vote_warmup: 100_000,
         ..SscParams::default()

@@ -51,6 +51,7 @@ impl MonitorConfig {
     }
 }
 
+#[derive(Debug)]
 struct ThreadEntry {
     tgid: u32,
     comm: String,
@@ -78,6 +79,7 @@ struct ThreadEntry {
 
 /// Drives [`SscController`] from kernel slice records and applies its
 /// decisions by CPU affinity (paper 1, Algorithms 2-4, done from user space).
+#[derive(Debug)]
 pub struct KernelMonitor {
     cfg: MonitorConfig,
     ctrl: SscController,
@@ -380,10 +382,15 @@ impl KernelMonitor {
 /// What the report takes from the BPF source.
 #[derive(Clone, Debug, Default)]
 pub struct ReportInputs {
+    /// Lock kinds counted.
     pub kinds: Vec<&'static str>,
+    /// Whether children were tracked.
     pub follow_forks: bool,
+    /// Processes tracked at the end.
     pub processes: Vec<u32>,
+    /// Slices lost to a full ring.
     pub dropped: u64,
+    /// The hottest locks.
     pub hot_locks: Vec<super::report::HotLock>,
 }
 

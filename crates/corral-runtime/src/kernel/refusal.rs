@@ -23,11 +23,22 @@ pub enum Refusal {
     NotRoot,
     /// The kernel's BTF (needed to attach BTF tracepoints) is missing or
     /// unreadable.
-    NoBtf { path: PathBuf, reason: String },
+    NoBtf {
+        /// Where BTF was looked for.
+        path: PathBuf,
+        /// Why it could not be read.
+        reason: String,
+    },
     /// A tracepoint is absent (kernels before 5.19 lack `lock:contention_*`).
-    TracepointMissing { name: String },
+    TracepointMissing {
+        /// `category:name`.
+        name: String,
+    },
     /// The kernel refused the BPF object, a program or an attachment.
-    BpfRefused { reason: String },
+    BpfRefused {
+        /// The kernel's or libbpf's error.
+        reason: String,
+    },
 }
 
 impl fmt::Display for Refusal {

@@ -8,7 +8,9 @@ use serde::Serialize;
 /// One thread of a tracked process.
 #[derive(Clone, Debug, Serialize)]
 pub struct ThreadReport {
+    /// Thread id.
     pub tid: u32,
+    /// Its process id.
     pub tgid: u32,
     /// `/proc/<tid>/comm` when first seen.
     pub comm: String,
@@ -45,11 +47,13 @@ pub struct ThreadReport {
 pub struct AffinityAction {
     /// Since the session began, ns.
     pub at_ns: u64,
+    /// The thread moved.
     pub tid: u32,
     /// Where it went (`ssc`, `general`, or `unconfined`: every CPU).
     pub to: corral_policy::placement::Placement,
     /// The SSC bound it was placed under.
     pub bound: u32,
+    /// The CPUs asked for.
     pub requested: Vec<u32>,
     /// sched_getaffinity right after (empty if the thread had exited).
     pub read_back: Vec<u32>,
@@ -66,6 +70,7 @@ pub struct HotLock {
     pub kind: &'static str,
     /// Summed waiting, sleeping included (unlike the slice shares).
     pub wait_ns: u64,
+    /// Waits counted.
     pub count: u64,
 }
 
@@ -74,6 +79,7 @@ pub struct HotLock {
 pub struct KernelReport {
     /// Lock kinds counted.
     pub kinds: Vec<&'static str>,
+    /// Whether children were tracked too.
     pub follow_forks: bool,
     /// Threshold T of the lock-intensive classification.
     pub threshold: f64,
@@ -81,22 +87,29 @@ pub struct KernelReport {
     pub order: Vec<u32>,
     /// Whether affinity was applied or only observed.
     pub applied: bool,
+    /// Session length, ns.
     pub duration_ns: u64,
     /// Processes tracked at the end (children included).
     pub processes: Vec<u32>,
+    /// Kernel slices received.
     pub slices: u64,
     /// Slices lost to a full ring.
     pub dropped_slices: u64,
     /// All threads' waiting over all their slice time.
     pub wait_share: f64,
+    /// SSC bound at the end.
     pub final_bound: u32,
+    /// SSC cores at the end.
     pub final_ssc: Vec<u32>,
+    /// Every thread seen.
     pub threads: Vec<ThreadReport>,
     /// Every SSC decision but the holds.
     pub decisions: Vec<Decision>,
     /// Determinations that moved nothing (`DecisionKind::Hold`).
     pub holds: u64,
+    /// Every affinity change made.
     pub affinity: Vec<AffinityAction>,
+    /// The hottest locks, hottest first.
     pub hot_locks: Vec<HotLock>,
 }
 

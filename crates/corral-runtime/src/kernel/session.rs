@@ -14,7 +14,7 @@ use super::{monotonic_ns, MonitorConfig};
 /// How often the monitor reads the ring and re-places threads. Paper 1 acts
 /// at every slice end in the kernel; 20 ms keeps a user-space monitor within
 /// a few CFS slices of that at negligible cost.
-pub const POLL_INTERVAL: Duration = Duration::from_millis(20);
+pub(super) const POLL_INTERVAL: Duration = Duration::from_millis(20);
 
 /// Lowest address of the x86-64 kernel image (and modules): static locks
 /// live above it, allocated ones below, in the direct map.
@@ -27,6 +27,7 @@ const HOT_LOCKS_REPORTED: usize = 10;
 /// (affinity read back before anything is undone) and gives the threads
 /// still running their original affinity. Dropping it without `finish`
 /// stops it too.
+#[derive(Debug)]
 pub struct KernelSession {
     stop: Arc<AtomicBool>,
     to_track: Arc<Mutex<Vec<u32>>>,

@@ -73,6 +73,14 @@ pub struct KernelLockSource {
     config: SourceConfig,
 }
 
+impl std::fmt::Debug for KernelLockSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KernelLockSource")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
 /// The error and its causes on one line (aya keeps the errno in `source`).
 #[cold]
 fn refused(what: &str, e: impl std::fmt::Display + Into<Box<dyn std::error::Error>>) -> Refusal {
