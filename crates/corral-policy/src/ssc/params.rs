@@ -126,6 +126,15 @@ impl SscParams {
         Self::kernel()
     }
 
+    /// The kernel preset without the vote warm-up: the ablation the
+    /// simulator's `lca-nowarm` runs to show what the warm-up buys.
+    pub fn kernel_without_warmup() -> Self {
+        SscParams {
+            vote_warmup: 0,
+            ..Self::kernel()
+        }
+    }
+
     /// Paper 1's algorithm exactly: no migrate-back, no warm-up, no
     /// refinement, no growth on load, no classification memory, a round as
     /// soon as the voted time suffices, a restart on one jumping round, and
