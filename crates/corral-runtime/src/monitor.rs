@@ -15,9 +15,7 @@ use std::time::Duration;
 
 use corral_locks::wait::ticks_to_ns;
 use corral_policy::placement::Placement;
-use corral_policy::ssc::{
-    program_key, MigState as PolicyMig, SliceObs, SscController, ThreadAction, ThreadPolicyState,
-};
+use corral_policy::ssc::{program_key, SliceObs, SscController, ThreadAction, ThreadPolicyState};
 use corral_policy::CoreId;
 
 use crate::abi::MigState;
@@ -87,18 +85,6 @@ impl Track {
             ssc_attempts_seen: attempts,
             gone,
         }
-    }
-}
-
-/// The policy state of a slot no thread has used yet.
-fn idle_policy() -> ThreadPolicyState {
-    ThreadPolicyState {
-        is_mig: PolicyMig::General,
-        placed_bound: 0,
-        record_bound: 0,
-        slice_begin: 0,
-        quiet: Default::default(),
-        program_key: 0,
     }
 }
 
@@ -232,7 +218,8 @@ impl Monitor {
         let i = slot;
         let tid = sample.tid;
         while self.tracks.len() <= i {
-            self.tracks.push(Track::new(0, idle_policy(), 0, 0, true));
+            self.tracks
+                .push(Track::new(0, ThreadPolicyState::unregistered(), 0, 0, true));
         }
         if self.tracks[i].tid != tid {
             // Only a new thread needs its key: it costs a /proc read.

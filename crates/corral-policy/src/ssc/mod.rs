@@ -87,6 +87,22 @@ pub struct ThreadPolicyState {
     pub program_key: u64,
 }
 
+impl ThreadPolicyState {
+    /// The state of a thread the controller has not registered yet (a free
+    /// slot): general, never placed. [`SscController::register_thread`]
+    /// gives a real thread its state.
+    pub fn unregistered() -> Self {
+        ThreadPolicyState {
+            is_mig: MigState::General,
+            placed_bound: 0,
+            record_bound: 0,
+            slice_begin: 0,
+            quiet: QuietStreak::default(),
+            program_key: 0,
+        }
+    }
+}
+
 /// One slice as the driver observed it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct SliceObs {
