@@ -18,9 +18,9 @@ pub const STATS_VERSION: u32 = 1;
 /// Default capacity of the thread table.
 pub const DEFAULT_MAX_THREADS: u32 = 1024;
 
-/// Where the stats file of process `pid` lives.
+/// Where the stats file of process `pid` lives (see [`crate::files`]).
 pub fn stats_path(pid: i32) -> std::path::PathBuf {
-    std::path::PathBuf::from(format!("/dev/shm/corral.{pid}"))
+    crate::files::stats_path(pid)
 }
 
 /// The migration state of a thread, paper 1's `is_mig` (Alg. 2 and 3),

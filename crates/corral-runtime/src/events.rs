@@ -2,8 +2,11 @@
 //! asked (`CORRAL_EVENTS`), read back by `corral run` for its report.
 
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
-use std::path::Path;
+use std::io::{self, BufRead, BufReader, Write};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use crate::files::{self, FileError};
 
 use corral_policy::ssc::Decision;
 use serde::{Deserialize, Serialize};
@@ -86,39 +89,117 @@ impl Event {
     }
 }
 
-/// Appends events to a file, one line each.
+/// Largest a log file grows before it is rotated to `<path>.old`: a
+/// steadily contended program logs a decision every few milliseconds for
+/// hours, and the log lives in memory (`/dev/shm`).
+pub const ROTATE_BYTES: u64 = 8 << 20;
+
+/// Appends events to a file, one line each. It holds no descriptor between
+/// flushes: the program may close descriptors it did not open and reuse
+/// their numbers, and a held one would then write corral's lines into the
+/// program's file. Each flush reopens the file by name (no link followed)
+/// and checks it is still the one created.
 #[derive(Debug)]
 pub struct EventLog {
-    out: BufWriter<File>,
+    path: PathBuf,
+    identity: (u64, u64),
+    written: u64,
+    pending: Vec<u8>,
 }
 
 impl EventLog {
-    /// Creates (truncates) the log at `path`.
-    pub fn create(path: &Path) -> io::Result<Self> {
+    /// Creates the log at `path` (see [`files::create_private`]: never
+    /// through a link, never over another's file).
+    pub fn create(path: &Path) -> Result<Self, FileError> {
+        let file = files::create_private(path)?;
+        let md = file.metadata().map_err(|source| FileError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
         Ok(EventLog {
-            out: BufWriter::new(File::create(path)?),
+            path: path.to_path_buf(),
+            identity: (md.dev(), md.ino()),
+            written: 0,
+            pending: Vec::new(),
         })
     }
 
-    /// Writes one event.
+    /// Buffers one event.
     pub fn write(&mut self, event: &Event) -> io::Result<()> {
-        serde_json::to_writer(&mut self.out, event).map_err(io::Error::other)?;
-        self.out.write_all(b"\n")
+        serde_json::to_writer(&mut self.pending, event).map_err(io::Error::other)?;
+        self.pending.push(b'\n');
+        Ok(())
     }
 
-    /// Pushes buffered lines to the file.
-    pub fn flush(&mut self) -> io::Result<()> {
-        self.out.flush()
+    /// Appends the buffered lines to the file, rotating it first when full.
+    pub fn flush(&mut self) -> Result<(), FileError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        if self.written + self.pending.len() as u64 > ROTATE_BYTES {
+            self.rotate()?;
+        }
+        let mut file = files::open_append_checked(&self.path, self.identity)?;
+        let result = file.write_all(&self.pending);
+        self.written += self.pending.len() as u64;
+        self.pending.clear();
+        result.map_err(|source| FileError::Io {
+            path: self.path.clone(),
+            source,
+        })
+    }
+
+    #[cold]
+    fn rotate(&mut self) -> Result<(), FileError> {
+        let old = old_path(&self.path);
+        std::fs::rename(&self.path, &old).map_err(|source| FileError::Io {
+            path: old.clone(),
+            source,
+        })?;
+        let fresh = EventLog::create(&self.path)?;
+        self.identity = fresh.identity;
+        self.written = 0;
+        Ok(())
     }
 }
 
-/// Reads a log back; lines that do not parse (a torn last line) are skipped.
+impl Drop for EventLog {
+    fn drop(&mut self) {
+        let _ = self.flush();
+    }
+}
+
+/// Where a full log goes: `<path>.old`.
+pub fn old_path(path: &Path) -> PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push(".old");
+    PathBuf::from(p)
+}
+
+/// Reads a log back, its rotated part first, line by line; lines that do
+/// not parse (a torn last line) are skipped.
 pub fn read_log(path: &Path) -> io::Result<Vec<Event>> {
-    let text = std::fs::read_to_string(path)?;
-    Ok(text
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect())
+    let mut events = Vec::new();
+    let old = old_path(path);
+    for p in [old.as_path(), path] {
+        let file = match File::open(p) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound && p == old => continue,
+            Err(e) => return Err(e),
+        };
+        for line in BufReader::new(file).lines() {
+            if let Ok(e) = serde_json::from_str(&line?) {
+                events.push(e);
+            }
+        }
+    }
+    Ok(events)
+}
+
+/// Removes a log and its rotated part.
+pub fn remove_log(path: &Path) {
+    let _ = std::fs::remove_file(old_path(path));
+    let _ = std::fs::remove_file(path);
 }
 
 #[cfg(test)]
@@ -156,5 +237,54 @@ mod tests {
         let back = read_log(&path).unwrap();
         std::fs::remove_file(&path).unwrap();
         assert_eq!(back, events);
+    }
+
+    fn exited(tid: i32) -> Event {
+        Event::Exited { t_ms: 1.0, tid }
+    }
+
+    #[test]
+    fn the_log_holds_no_descriptor_a_program_could_reuse() {
+        let path = std::env::temp_dir().join(format!("corral-events-fd.{}", std::process::id()));
+        let mut log = EventLog::create(&path).unwrap();
+        log.write(&exited(1)).unwrap();
+        log.flush().unwrap();
+        let held = std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .flatten()
+            .filter(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target == path))
+            .count();
+        assert_eq!(held, 0, "a descriptor of the log stays open");
+        assert_eq!(read_log(&path).unwrap(), vec![exited(1)]);
+        remove_log(&path);
+    }
+
+    #[test]
+    fn a_full_log_rotates_and_reads_back_in_order() {
+        let path = std::env::temp_dir().join(format!("corral-events-rot.{}", std::process::id()));
+        let mut log = EventLog::create(&path).unwrap();
+        let line = serde_json::to_vec(&exited(0)).unwrap().len() as u64 + 1;
+        let n = (ROTATE_BYTES / line) as i32 + 10;
+        for tid in 0..n {
+            log.write(&exited(tid)).unwrap();
+            if tid % 1000 == 0 {
+                log.flush().unwrap();
+            }
+        }
+        log.flush().unwrap();
+        assert!(old_path(&path).exists());
+        let size = |p: &Path| std::fs::metadata(p).unwrap().len();
+        assert!(size(&path) <= ROTATE_BYTES && size(&old_path(&path)) <= ROTATE_BYTES);
+        let back = read_log(&path).unwrap();
+        let tids: Vec<i32> = back
+            .iter()
+            .map(|e| match e {
+                Event::Exited { tid, .. } => *tid,
+                _ => -1,
+            })
+            .collect();
+        assert!(tids.windows(2).all(|w| w[1] == w[0] + 1), "in order");
+        assert_eq!(*tids.last().unwrap(), n - 1);
+        remove_log(&path);
     }
 }

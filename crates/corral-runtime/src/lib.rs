@@ -8,6 +8,7 @@ pub mod affinity;
 pub mod config;
 pub mod cpuset;
 pub mod events;
+pub mod files;
 pub mod kernel;
 pub mod monitor;
 pub mod registry;

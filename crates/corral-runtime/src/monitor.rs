@@ -391,20 +391,21 @@ pub fn start(
     let cpus = crate::topology::ssc_order(&allowed).unwrap_or_else(|(allowed, _)| allowed);
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() };
-    // Outputs are optional: the policy runs without them.
+    // Outputs are optional: the policy runs without them. The stats file
+    // lives in corral's private directory, made (or checked) first; files
+    // left there by killed processes go.
     let stats = stats_path.and_then(|p| {
+        let dir = crate::files::private_dir()
+            .map_err(|e| eprintln!("corral: {e}; no live stats"))
+            .ok()?;
+        crate::files::remove_stale(&dir);
         StatsMap::create(&p, pid, registry::MAX_THREADS as u32)
-            .map_err(|e| eprintln!("corral: cannot create {}: {e}; no live stats", p.display()))
+            .map_err(|e| eprintln!("corral: no live stats: {e}"))
             .ok()
     });
     let events = events_path.and_then(|p| {
         EventLog::create(&p)
-            .map_err(|e| {
-                eprintln!(
-                    "corral: cannot create {}: {e}; no decision log",
-                    p.display()
-                )
-            })
+            .map_err(|e| eprintln!("corral: {e}; no decision log"))
             .ok()
     });
     let tick = Duration::from_nanos(cfg.tick_ns);

@@ -25,15 +25,12 @@ unsafe impl Send for StatsMap {}
 unsafe impl Sync for StatsMap {}
 
 impl StatsMap {
-    /// Creates (truncating) the stats file at `path` with room for
-    /// `max_threads` records and publishes its header.
+    /// Creates the stats file at `path` (see [`crate::files::create_private`]:
+    /// never through a link, never over another's file) with room for
+    /// `max_threads` records and publishes its header. The descriptor is
+    /// closed on return: only the mapping stays.
     pub fn create(path: &Path, pid: i32, max_threads: u32) -> io::Result<Self> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)?;
+        let file = crate::files::create_private(path).map_err(io::Error::other)?;
         let len = stats_file_len(max_threads);
         file.set_len(len as u64)?;
         let map = Self::map(&file, len, libc::PROT_READ | libc::PROT_WRITE)?;

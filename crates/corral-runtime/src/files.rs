@@ -1,0 +1,312 @@
+//! corral's own files (the stats file, the scratch decision log): created in
+//! a directory only corral's user can enter, never through a link, never
+//! over a file corral did not make, owner-only. corral often runs as root
+//! in a world-writable `/dev/shm`: a predictable name there must not let
+//! anyone plant a link that corral would follow and truncate.
+
+use std::fs::{self, DirBuilder, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// Where the private directories live: shared memory, so the stats file
+/// can be mapped by other processes without touching a disk.
+const BASE: &str = "/dev/shm";
+
+/// Why corral refused to use a path.
+#[derive(Debug)]
+pub enum FileError {
+    /// The path exists and is not what corral made: a link, another user's
+    /// file or directory, or a directory others may enter.
+    Unsafe {
+        /// The path refused.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// The operating system refused.
+    Io {
+        /// The path concerned.
+        path: PathBuf,
+        /// The error.
+        source: io::Error,
+    },
+}
+
+impl std::fmt::Display for FileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FileError::Unsafe { path, why } => {
+                write!(f, "refusing {}: {why}", path.display())
+            }
+            FileError::Io { path, source } => write!(f, "{}: {source}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for FileError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            FileError::Unsafe { .. } => None,
+            FileError::Io { source, .. } => Some(source),
+        }
+    }
+}
+
+fn io_err(path: &Path) -> impl FnOnce(io::Error) -> FileError + '_ {
+    move |source| FileError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() }
+}
+
+/// corral's directory for this user: `/dev/shm/corral-<euid>`, mode 0700.
+pub fn private_dir_path() -> PathBuf {
+    Path::new(BASE).join(format!("corral-{}", euid()))
+}
+
+/// Creates (or checks) `dir` as a private directory: a real directory, not
+/// a link, owned by the effective user, entered by nobody else. In a sticky
+/// world-writable parent such a directory cannot be renamed or replaced by
+/// others once it passed this check.
+pub fn ensure_private_dir(dir: &Path) -> Result<(), FileError> {
+    match DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(io_err(dir)(e)),
+    }
+    // lstat: a link where the directory should be is refused, not followed.
+    let md = fs::symlink_metadata(dir).map_err(io_err(dir))?;
+    let unsafe_because = |why: String| FileError::Unsafe {
+        path: dir.to_path_buf(),
+        why,
+    };
+    if !md.file_type().is_dir() {
+        return Err(unsafe_because("not a directory (a link or a file)".into()));
+    }
+    if md.uid() != euid() {
+        return Err(unsafe_because(format!(
+            "owned by uid {}, not {}",
+            md.uid(),
+            euid()
+        )));
+    }
+    if md.mode() & 0o077 != 0 {
+        return Err(unsafe_because(format!(
+            "mode {:o} lets other users in (want 0700)",
+            md.mode() & 0o777
+        )));
+    }
+    Ok(())
+}
+
+/// The private directory, created and checked.
+pub fn private_dir() -> Result<PathBuf, FileError> {
+    let dir = private_dir_path();
+    ensure_private_dir(&dir)?;
+    Ok(dir)
+}
+
+/// Path of the stats file of process `pid` (in the private directory).
+pub fn stats_path(pid: i32) -> PathBuf {
+    private_dir_path().join(format!("stats.{pid}"))
+}
+
+/// Path of the scratch decision log of `corral run` process `pid`.
+pub fn events_path(pid: i32) -> PathBuf {
+    private_dir_path().join(format!("events.{pid}.jsonl"))
+}
+
+/// Creates `path` new, read-write, owner-only, close-on-exec, refusing a
+/// link in its place. An existing regular file of ours is a leftover of a
+/// process that had the same pid (its owner was killed): it is removed
+/// first. Anything else already there is refused.
+pub fn create_private(path: &Path) -> Result<File, FileError> {
+    let open = || {
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true) // O_CREAT | O_EXCL: never follows a link
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path)
+    };
+    match open() {
+        Ok(f) => return Ok(f),
+        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(io_err(path)(e)),
+        Err(_) => {}
+    }
+    let md = fs::symlink_metadata(path).map_err(io_err(path))?;
+    if !md.file_type().is_file() || md.uid() != euid() || md.nlink() != 1 {
+        return Err(FileError::Unsafe {
+            path: path.to_path_buf(),
+            why: "something corral did not make is already there (a link, another \
+                  user's file, or a file with other names)"
+                .into(),
+        });
+    }
+    fs::remove_file(path).map_err(io_err(path))?;
+    open().map_err(io_err(path))
+}
+
+/// Opens an existing file of ours for appending, refusing a link, and only
+/// if it is still the file with identity `(dev, ino)`.
+pub fn open_append_checked(path: &Path, identity: (u64, u64)) -> Result<File, FileError> {
+    let file = OpenOptions::new()
+        .append(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(io_err(path))?;
+    let md = file.metadata().map_err(io_err(path))?;
+    if (md.dev(), md.ino()) != identity {
+        return Err(FileError::Unsafe {
+            path: path.to_path_buf(),
+            why: "replaced by another file since corral created it".into(),
+        });
+    }
+    Ok(file)
+}
+
+/// Whether process `pid` is alive (or exists but is not ours to signal).
+fn alive(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    unsafe { libc::kill(pid, 0) == 0 || *libc::__errno_location() != libc::ESRCH }
+}
+
+/// The pid a file of the private directory belongs to, from its name
+/// (`stats.<pid>`, `events.<pid>.jsonl`, `events.<pid>.jsonl.old`).
+fn owner_pid(name: &str) -> Option<i32> {
+    let rest = name
+        .strip_prefix("stats.")
+        .or_else(|| name.strip_prefix("events."))?;
+    rest.split('.').next()?.parse().ok()
+}
+
+/// Removes the files of processes that are gone (killed before they could
+/// clean up). Returns how many were removed. Files of live processes and
+/// names corral does not use are left alone.
+pub fn remove_stale(dir: &Path) -> usize {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(owner_pid) else {
+            continue;
+        };
+        let is_file = entry.file_type().map(|t| t.is_file()).unwrap_or(false);
+        if is_file && !alive(pid) && fs::remove_file(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::os::unix::fs::symlink;
+
+    fn scratch(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("corral-files-{tag}.{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        ensure_private_dir(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_planted_link_is_refused_and_its_target_untouched() {
+        let dir = scratch("link");
+        let victim = dir.join("victim");
+        fs::write(&victim, b"precious").unwrap();
+        let path = dir.join("stats.1");
+        symlink(&victim, &path).unwrap();
+        let err = create_private(&path).unwrap_err();
+        assert!(matches!(err, FileError::Unsafe { .. }), "{err}");
+        assert_eq!(fs::read(&victim).unwrap(), b"precious");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_hard_link_is_refused() {
+        let dir = scratch("hard");
+        let victim = dir.join("victim");
+        fs::write(&victim, b"precious").unwrap();
+        let path = dir.join("stats.1");
+        fs::hard_link(&victim, &path).unwrap();
+        assert!(create_private(&path).is_err());
+        assert_eq!(fs::read(&victim).unwrap(), b"precious");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_leftover_of_ours_is_replaced_owner_only() {
+        let dir = scratch("stale");
+        let path = dir.join("stats.1");
+        fs::write(&path, b"old").unwrap();
+        let mut f = create_private(&path).unwrap();
+        f.write_all(b"new").unwrap();
+        let md = fs::metadata(&path).unwrap();
+        assert_eq!(md.mode() & 0o777, 0o600);
+        let mut s = String::new();
+        File::open(&path).unwrap().read_to_string(&mut s).unwrap();
+        assert_eq!(s, "new");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_directory_link_or_open_directory_is_refused() {
+        let base = scratch("dir");
+        let real = base.join("real");
+        fs::create_dir(&real).unwrap();
+        let link = base.join("link");
+        symlink(&real, &link).unwrap();
+        assert!(matches!(
+            ensure_private_dir(&link),
+            Err(FileError::Unsafe { .. })
+        ));
+        let open = base.join("open");
+        DirBuilder::new().mode(0o777).create(&open).unwrap();
+        fs::set_permissions(&open, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+        assert!(matches!(
+            ensure_private_dir(&open),
+            Err(FileError::Unsafe { .. })
+        ));
+        fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn a_replaced_file_is_not_appended_to() {
+        let dir = scratch("replaced");
+        let path = dir.join("events.1.jsonl");
+        let f = create_private(&path).unwrap();
+        let md = f.metadata().unwrap();
+        fs::remove_file(&path).unwrap();
+        fs::write(&path, b"someone else's").unwrap();
+        assert!(open_append_checked(&path, (md.dev(), md.ino())).is_err());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn only_files_of_dead_processes_are_removed() {
+        let dir = scratch("sweep");
+        // A pid beyond pid_max (2^22) never exists.
+        let dead = dir.join("stats.99999999");
+        let live = dir.join(format!("events.{}.jsonl", std::process::id()));
+        let other = dir.join("notes.txt");
+        for p in [&dead, &live, &other] {
+            fs::write(p, b"x").unwrap();
+        }
+        assert_eq!(remove_stale(&dir), 1);
+        assert!(!dead.exists());
+        assert!(live.exists() && other.exists());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}
