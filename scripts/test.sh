@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test corral has: the workspace's unit, integration and property
 # tests; the loom model checks of the lock algorithms; the C programs and
-# real Debian programs under the preload. scripts/ci-deps.sh, run first,
+# real Debian programs under the preload; the fault tests. scripts/ci-deps.sh, run first,
 # installs what those need (as root; CI is).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,4 +27,7 @@ tests/run-c-tests.sh
 echo "== real programs under corral run"
 tests/real-programs.sh
 
-echo "suites: 4 passed, 0 failed"
+echo "== fault tests (tests/faults) under corral run"
+tests/run-fault-tests.sh
+
+echo "suites: 5 passed, 0 failed"

@@ -9,7 +9,7 @@
 //! would take the observed program down with it.
 
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -410,6 +410,7 @@ pub fn start(
     });
     let tick = Duration::from_nanos(cfg.tick_ns);
     *lock_monitor() = Some(Monitor::new(cfg, cpus, stats, events));
+    MONITOR_PID.store(pid, Ordering::Relaxed);
     let spawned = std::thread::Builder::new()
         .name("corral-monitor".into())
         .spawn(move || {
@@ -447,8 +448,23 @@ fn lock_monitor() -> std::sync::MutexGuard<'static, Option<Monitor>> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// A last round at exit, so the stats file holds final totals.
+/// The process whose monitor thread runs (0: none). A child made by a raw
+/// `clone` or `_Fork` runs no atfork handler and inherits [`MONITOR`] as it
+/// was, possibly locked by a monitor thread the child does not have.
+static MONITOR_PID: AtomicI32 = AtomicI32::new(0);
+
+/// A last round at exit, so the stats file holds final totals. Only in the
+/// process that started the monitor: anywhere else the monitor's lock may
+/// be held forever.
 pub fn final_flush() {
+    // SAFETY: getpid has no preconditions (and is not cached by glibc, so
+    // it is right after a raw clone).
+    let pid = unsafe { libc::getpid() };
+    // Relaxed: written once before the monitor thread starts, by this
+    // process's own start; a child sees the parent's pid, never ours.
+    if MONITOR_PID.load(Ordering::Relaxed) != pid {
+        return;
+    }
     if let Some(m) = lock_monitor().as_mut() {
         m.tick();
     }

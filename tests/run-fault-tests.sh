@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The fault tests of tests/faults: C programs that once made corral corrupt,
+# hang or outlive the program it runs. Each runs under `corral run` with
+# both policies and every lock algorithm (or those its `// fault-locks:`
+# line names) and must exit 0 within its limit.
+#
+#   tests/run-fault-tests.sh [CORRAL]   (default: target/release/corral,
+#                                        built with the preload if missing)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+corral=${1:-target/release/corral}
+if [[ ! -x $corral || ! -f $(dirname "$corral")/libcorral_preload.so ]]; then
+    cargo build --release -q -p corral -p corral-preload
+fi
+corral=$(realpath "$corral")
+out=target/faults
+mkdir -p "$out"
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+all_algs="tas ttas ticket ticket-backoff mcs clh k42 futex adaptive"
+failed=0
+for src in tests/faults/*.c; do
+    name=$(basename "$src" .c)
+    cc -O2 -Wall -Werror -pthread -o "$out/$name" "$src"
+    algs=$(sed -n 's|^// fault-locks: ||p' "$src")
+    algs=${algs:-$all_algs}
+    bad=0
+    for alg in $algs; do
+        for policy in none lca; do
+            set +e
+            timeout 120 "$corral" run --quiet --lock "$alg" --policy "$policy" \
+                --events "$scratch/events.jsonl" -- "$out/$name" "$scratch/$name.data" \
+                >"$scratch/out" 2>&1
+            rc=$?
+            set -e
+            if [[ $rc != 0 ]]; then
+                echo "FAIL $name --lock $alg --policy $policy (exit $rc)"
+                head -20 "$scratch/out"
+                failed=1
+                bad=1
+            fi
+        done
+    done
+    if [[ $bad == 0 ]]; then
+        echo "ok   $name ($(tail -1 "$scratch/out"); locks: $algs; policies none, lca)"
+    fi
+done
+exit $failed
