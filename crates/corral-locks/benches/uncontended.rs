@@ -1,6 +1,9 @@
 //! Uncontended acquire + release of every algorithm, raw and `Timed`: the
 //! instrumentation bar is timed <= 1.15 x raw. Compare ratios within one run.
 
+// criterion_group! generates an undocumented public fn.
+#![allow(missing_docs)]
+
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 
 use corral_locks::{with_lock_type, Algorithm, RawLock, Timed};

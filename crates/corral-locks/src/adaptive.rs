@@ -13,6 +13,7 @@ pub const ADAPTIVE_SPIN_LIMIT: u32 = 100;
 /// "Empirical studies of competitive spinning for a shared-memory
 /// multiprocessor", SOSP 1991; the design guide's "spin briefly, then park").
 /// Bounded spinning keeps a preempted holder from burning waiters' slices.
+#[derive(Debug)]
 pub struct AdaptiveLock {
     state: AtomicU32,
 }

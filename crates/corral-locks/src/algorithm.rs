@@ -10,14 +10,23 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Algorithm {
+    /// Test-and-set spin lock.
     Tas,
+    /// Test-and-test-and-set spin lock.
     Ttas,
+    /// FIFO ticket lock (the lock of the Markov model).
     Ticket,
+    /// Ticket lock with proportional back-off.
     TicketBackoff,
+    /// MCS queue lock (local spinning on a per-waiter node).
     Mcs,
+    /// CLH queue lock (spins on the predecessor's node).
     Clh,
+    /// K42 variant of MCS (no node passed by the caller).
     K42,
+    /// Blocking lock: waiters sleep in the kernel at once.
     Futex,
+    /// Spin briefly, then sleep on a futex (glibc-style adaptive).
     Adaptive,
 }
 

@@ -15,6 +15,7 @@ const RELEASED: u32 = 2;
 /// One acquisition's queue entry. Its successor spins on it (not on its own
 /// node, unlike MCS). Aligned to a cache line so spinners share nothing else.
 #[repr(align(64))]
+#[derive(Debug)]
 pub struct ClhNode {
     state: AtomicU32,
 }
@@ -46,6 +47,7 @@ impl Default for ClhNode {
 /// the releaser one cache-line round trip when there is a waiter (the paper's
 /// Fig. 11 likewise charges CLH for its recycling scheme) but never allocates.
 /// An idle lock points at no node (`tail` is null), so it may be moved.
+#[derive(Debug)]
 pub struct ClhLock {
     tail: AtomicPtr<ClhNode>,
     /// The node the current holder used via the node-free API.

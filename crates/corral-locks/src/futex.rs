@@ -15,6 +15,7 @@ pub(crate) const CONTENDED: u32 = 2;
 /// the word 2 and sleep in `FUTEX_WAIT`; a release that finds 2 wakes one
 /// sleeper. The parking baseline that does not collapse when threads
 /// outnumber cores (design guide, "User space is not the kernel").
+#[derive(Debug)]
 pub struct FutexLock {
     state: AtomicU32,
 }

@@ -31,6 +31,7 @@ impl K42Node {
 ///
 /// Two words, all-zero when unlocked; the lock's own address, never
 /// dereferenced as a node, marks "held, no waiter" in `tail`.
+#[derive(Debug)]
 pub struct K42Lock {
     /// The first waiter, or null.
     first_waiter: AtomicPtr<K42Node>,

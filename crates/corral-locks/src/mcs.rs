@@ -8,6 +8,7 @@ use crate::sync::{const_fn_unless_loom, spin_loop, AtomicBool, AtomicPtr, Orderi
 /// One waiter's queue entry: each waiter spins on its own `locked` flag.
 /// Aligned to a cache line so waiters never share the line they spin on.
 #[repr(align(64))]
+#[derive(Debug)]
 pub struct McsNode {
     next: AtomicPtr<McsNode>,
     locked: AtomicBool,
@@ -41,6 +42,7 @@ impl Default for McsNode {
 /// [`RawLock`](crate::RawLock) form takes a node from a per-thread pool and
 /// records it in the lock, so a thread may release in a different call than
 /// it acquired.
+#[derive(Debug)]
 pub struct McsLock {
     tail: AtomicPtr<McsNode>,
     /// The node the current holder used via the node-free API.

@@ -7,6 +7,7 @@ use crate::RawLock;
 /// line, so waiters keep stealing it from the holder — the degenerate
 /// baseline of Anderson 1990 (cited by "Non-scalable locks are dangerous",
 /// Boyd-Wickizer et al. 2012, Sec. 6).
+#[derive(Debug)]
 pub struct TasLock {
     locked: AtomicBool,
 }

@@ -9,6 +9,7 @@ use crate::RawLock;
 /// time linear in the number of waiters — the cause of the collapse modelled
 /// by eq. 1 of "Non-scalable locks are dangerous" (Boyd-Wickizer et al. 2012,
 /// Sec. 2.1, Fig. 1; Sec. 3.2).
+#[derive(Debug)]
 pub struct TicketLock {
     next_ticket: AtomicU32,
     now_serving: AtomicU32,

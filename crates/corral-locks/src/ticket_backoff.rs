@@ -14,6 +14,7 @@ pub const PROPORTIONAL_BACKOFF_SPINS_PER_WAITER: u32 = 64;
 /// spins before reading `now_serving` again, cutting the read traffic on the
 /// shared line ("Non-scalable locks are dangerous", Boyd-Wickizer et al.
 /// 2012, Sec. 4.1, "proportional lock").
+#[derive(Debug)]
 pub struct TicketBackoffLock {
     ticket: TicketLock,
 }

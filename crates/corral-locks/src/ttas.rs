@@ -13,6 +13,7 @@ pub const TTAS_MAX_BACKOFF_SPINS: u32 = 1024;
 /// off exponentially after losing a race (Anderson 1990, cited by
 /// "Non-scalable locks are dangerous", Boyd-Wickizer et al. 2012, Sec. 6).
 /// The paper gives no constants; the defaults above are conventional.
+#[derive(Debug)]
 pub struct TtasLock {
     locked: AtomicBool,
 }

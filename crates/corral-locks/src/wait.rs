@@ -13,6 +13,7 @@ use crate::RawLock;
 /// and the number of acquisitions that had to wait. Written by its thread,
 /// read and reset by a monitor; one cache line so counters never share one.
 #[repr(C, align(64))]
+#[derive(Debug)]
 pub struct WaitCounter {
     wait_ticks: AtomicU64,
     waits: AtomicU64,
@@ -101,7 +102,7 @@ pub fn unattributed_counter() -> &'static WaitCounter {
 /// (Sec. 3.2, Algorithm 1). Unlike Algorithm 1, the clock is read only after
 /// a first `try_lock` fails: an uncontended acquisition records nothing and
 /// costs one `try_lock`, and all timing stays in a cold path.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct Timed<L: RawLock> {
     inner: L,
 }
