@@ -39,11 +39,7 @@ pub fn make_policy(name: &str, cores: u32) -> Result<Box<dyn SimPolicy>, SimErro
         "default" => Box::new(AllCores::default()),
         "mcs" => Box::new(McsInstead::default()),
         "lca" => Box::new(Lca::improved(cores)),
-        "lca-nowarm" => Box::new(Lca::with_params(SscParams {
-            grow_runnable_per_core: 0.0,
-            vote_warmup: 0,
-            ..SscParams::default()
-        })),
+        "lca-nowarm" => Box::new(Lca::with_params(SscParams::kernel_without_warmup())),
         "faithful" => Box::new(Faithful::default()),
         "ca" => Box::new(ContentionAware::default()),
         "lca-grow" => Box::new(Lca::with_params(SscParams::default())),
