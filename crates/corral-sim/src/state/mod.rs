@@ -211,7 +211,8 @@ pub(crate) struct State<'a> {
     programs: Vec<Vec<CompiledStep>>,
     /// Program tasks take up at their next operation.
     current_program: u32,
-    ops_per_task: u64,
+    /// Operations after which a task exits; none for long-lived tasks.
+    ops_per_task: Option<u64>,
     spawn_cycles: f64,
     /// Slots: one per task, then one per core (its slice), then the globals.
     timers: Timers,
@@ -263,7 +264,7 @@ impl<'a> State<'a> {
             exponential: workload.times == TimeDist::Exponential,
             programs,
             current_program: 0,
-            ops_per_task: workload.ops_per_task.unwrap_or(u64::MAX),
+            ops_per_task: workload.ops_per_task,
             spawn_cycles: workload.spawn_cycles,
             timers: Timers::new((n_tasks + cores + globals) as usize),
             n_tasks,

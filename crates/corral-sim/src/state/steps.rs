@@ -94,7 +94,8 @@ impl State<'_> {
             task.reps_left = self.programs[task.program as usize][task.step as usize].repeat;
         }
         self.tasks[t as usize].phase = Phase::Start;
-        if self.tasks[t as usize].ops_in_life >= self.ops_per_task {
+        let ops_in_life = self.tasks[t as usize].ops_in_life;
+        if self.ops_per_task.is_some_and(|limit| ops_in_life >= limit) {
             self.respawn(t);
             return;
         }
