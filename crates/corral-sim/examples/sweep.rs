@@ -4,8 +4,9 @@
 
 use corral_sim::presets::preset;
 use corral_sim::{run_sweep, LockCosts, SweepSpec, Workload};
+use std::error::Error;
 
-fn main() -> Result<(), String> {
+fn main() -> Result<(), Box<dyn Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.len() < 4 {
         return Err("usage: sweep WORKLOADS POLICIES CORES SECONDS [C]".into());
@@ -13,16 +14,16 @@ fn main() -> Result<(), String> {
     let list = |s: &str| s.split(',').map(str::to_string).collect::<Vec<_>>();
     let workloads = list(&args[0])
         .iter()
-        .map(|w| match preset(w) {
-            Some(p) => Ok(p),
-            None => std::fs::read_to_string(w)
-                .map_err(|e| e.to_string())
-                .and_then(|t| Workload::from_json(&t)),
+        .map(|w| -> Result<Workload, Box<dyn Error>> {
+            match preset(w) {
+                Some(p) => Ok(p),
+                None => Ok(Workload::from_json(&std::fs::read_to_string(w)?)?),
+            }
         })
         .collect::<Result<Vec<_>, _>>()?;
     let cores = list(&args[2])
         .iter()
-        .map(|c| c.parse::<u32>().map_err(|e| e.to_string()))
+        .map(|c| c.parse::<u32>())
         .collect::<Result<Vec<_>, _>>()?;
     let mut costs = LockCosts::default();
     if let Some(c) = args.get(4) {
@@ -37,9 +38,6 @@ fn main() -> Result<(), String> {
         costs,
     };
     let report = run_sweep(&spec, &|_, _| {})?;
-    println!(
-        "{}",
-        serde_json::to_string(&report).map_err(|e| e.to_string())?
-    );
+    println!("{}", serde_json::to_string(&report)?);
     Ok(())
 }

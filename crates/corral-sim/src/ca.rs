@@ -9,6 +9,9 @@ use crate::topology::Machine;
 use corral_policy::cluster::{cluster_threads, mapping_plan, CaParams, SeVectors};
 use corral_policy::csf::{CsfParams, QuantumDecision, RenewalState};
 
+/// The CA scheduler with CSF: every task may run anywhere until the first
+/// seVector fills, then each is pinned to the CPU its cluster was mapped to.
+#[derive(Debug)]
 pub struct ContentionAware {
     ca: CaParams,
     csf: CsfParams,
@@ -27,6 +30,7 @@ impl Default for ContentionAware {
 }
 
 impl ContentionAware {
+    /// The scheduler with clustering parameters `ca` and renewal rules `csf`.
     pub fn new(ca: CaParams, csf: CsfParams) -> Self {
         ContentionAware {
             ca,

@@ -4,6 +4,9 @@ use crate::locks::LockCosts;
 use crate::topology::Machine;
 use serde::Serialize;
 
+/// Largest machine simulated (memory grows with cores times tasks).
+pub const MAX_CORES: u32 = 1 << 16;
+
 /// Scheduler constants of the simulated kernel.
 #[derive(Clone, Debug, Serialize)]
 pub struct SchedParams {
@@ -31,17 +34,23 @@ impl Default for SchedParams {
 /// Everything but the workload and the policy.
 #[derive(Clone, Debug, Serialize)]
 pub struct SimConfig {
+    /// The simulated machine.
     pub machine: Machine,
+    /// Cycle costs of the lock algorithms.
     pub costs: LockCosts,
+    /// Scheduler constants.
     pub sched: SchedParams,
     /// Simulated seconds, warm-up included.
     pub seconds: f64,
     /// Leading fraction of `seconds` excluded from the figures.
     pub warmup_fraction: f64,
+    /// Seed of the run's random stream: equal seeds give equal runs.
     pub seed: u64,
 }
 
 impl SimConfig {
+    /// `cores` cores laid out like paper 3's machine, default costs and
+    /// scheduler, `seconds` simulated (20% of it warm-up).
     pub fn new(cores: u32, seconds: f64, seed: u64) -> Self {
         SimConfig {
             machine: Machine::paper3_like(cores),
@@ -57,12 +66,17 @@ impl SimConfig {
 /// The figures of one simulated point.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct SimResult {
+    /// The workload's name.
     pub workload: String,
+    /// The policy's name (set by the sweep; empty from [`crate::simulate`]).
     pub policy: String,
+    /// Cores simulated.
     pub cores: u32,
+    /// Tasks simulated.
     pub tasks: u32,
     /// Simulated seconds measured (after warm-up).
     pub seconds: f64,
+    /// Operations completed after warm-up.
     pub ops: u64,
     /// Operations per simulated second.
     pub throughput: f64,
@@ -84,7 +98,9 @@ pub struct SimResult {
     pub power: f64,
     /// Operations per unit of energy (busy-core-seconds).
     pub work_per_energy: f64,
+    /// Task migrations after warm-up (moves, pulls, wake-ups elsewhere).
     pub migrations: u64,
+    /// Tasks switched onto a core after warm-up.
     pub context_switches: u64,
     /// Events processed, warm-up included.
     pub events: u64,

@@ -10,6 +10,9 @@ use crate::policy::{CoreLoads, CoreRange, SimPolicy};
 use crate::topology::Machine;
 use corral_policy::faithful::{FaithfulController, FfParams};
 
+/// FF for the one simulated application: every task gets the quantum the
+/// controller picks from the measured lock contention.
+#[derive(Debug)]
 pub struct Faithful {
     ctrl: FaithfulController,
     cores: u32,
@@ -19,6 +22,7 @@ pub struct Faithful {
 }
 
 impl Faithful {
+    /// The policy with the controller's parameters `params`.
     pub fn new(params: FfParams) -> Self {
         Faithful {
             ctrl: FaithfulController::new(params),

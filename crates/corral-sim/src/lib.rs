@@ -22,22 +22,23 @@
 pub mod ca;
 pub mod config;
 mod engine;
+mod error;
 pub mod faithful;
 pub mod lca;
-mod lockops;
 pub mod locks;
 mod plot;
 pub mod policy;
 pub mod presets;
 pub mod rng;
-mod sched;
+mod state;
 pub mod sweep;
 mod timers;
 pub mod topology;
 pub mod workload;
 
-pub use config::{SchedParams, SimConfig, SimResult};
-pub use engine::{simulate, MAX_CORES};
+pub use config::{SchedParams, SimConfig, SimResult, MAX_CORES};
+pub use engine::simulate;
+pub use error::SimError;
 pub use locks::{LockAlgo, LockCosts};
 pub use plot::svg_plot;
 pub use policy::{AllCores, CoreLoads, CoreRange, McsInstead, SimPolicy};

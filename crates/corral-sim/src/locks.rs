@@ -24,6 +24,7 @@ pub enum LockAlgo {
 }
 
 impl LockAlgo {
+    /// Every algorithm, in declaration order.
     pub const ALL: [LockAlgo; 7] = [
         LockAlgo::Ticket,
         LockAlgo::Tas,
@@ -34,6 +35,7 @@ impl LockAlgo {
         LockAlgo::Adaptive,
     ];
 
+    /// The name workloads and `corral-locks` use.
     pub fn name(self) -> &'static str {
         match self {
             LockAlgo::Ticket => "ticket",

@@ -9,11 +9,14 @@ use crate::topology::Machine;
 /// A half-open range of cores `[lo, hi)` a task may run on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CoreRange {
+    /// First core of the range.
     pub lo: u32,
+    /// One past the last core.
     pub hi: u32,
 }
 
 impl CoreRange {
+    /// Whether `core` is in the range.
     #[inline]
     pub fn contains(self, core: u32) -> bool {
         core >= self.lo && core < self.hi
@@ -23,6 +26,7 @@ impl CoreRange {
 /// Runnable tasks per core (running one included), filled on demand: the
 /// engine builds it only when a policy actually needs it.
 pub trait CoreLoads {
+    /// Replaces `out`'s contents with one load per core, in core order.
     fn fill(&self, out: &mut Vec<u32>);
 }
 

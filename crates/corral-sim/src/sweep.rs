@@ -1,8 +1,12 @@
 //! Sweeps: every (workload, policy, cores) point, in parallel on all host
 //! cores, each point single-threaded and deterministic.
 
+use crate::ca::ContentionAware;
 use crate::config::{SimConfig, SimResult};
 use crate::engine::simulate;
+use crate::error::SimError;
+use crate::faithful::Faithful;
+use crate::lca::Lca;
 use crate::locks::LockCosts;
 use crate::policy::{AllCores, McsInstead, SimPolicy};
 use crate::workload::Workload;
@@ -24,26 +28,27 @@ pub const POLICY_NAMES: [&str; 6] = [
     "lca-nowarm",
 ];
 
-/// A fresh policy called `name`.
-pub fn make_policy(name: &str, cores: u32) -> Result<Box<dyn SimPolicy>, String> {
+/// A fresh policy called `name` (one of [`POLICY_NAMES`], or `faithful`
+/// or `ca`) for a machine of `cores` cores.
+///
+/// # Errors
+///
+/// [`SimError::UnknownPolicy`] for any other name.
+pub fn make_policy(name: &str, cores: u32) -> Result<Box<dyn SimPolicy>, SimError> {
     Ok(match name {
         "default" => Box::new(AllCores::default()),
         "mcs" => Box::new(McsInstead::default()),
-        "lca" => Box::new(crate::lca::Lca::improved(cores)),
-        "lca-nowarm" => Box::new(crate::lca::Lca::with_params(SscParams {
-            grow_runnable_per_core: 0.0,
-            vote_warmup: 0,
-            ..SscParams::default()
-        })),
-        "faithful" => Box::new(crate::faithful::Faithful::default()),
-        "ca" => Box::new(crate::ca::ContentionAware::default()),
-        "lca-grow" => Box::new(crate::lca::Lca::with_params(SscParams::default())),
-        "lca-2013" => Box::new(crate::lca::Lca::paper_2013(cores)),
+        "lca" => Box::new(Lca::improved(cores)),
+        "lca-nowarm" => Box::new(Lca::with_params(SscParams::kernel_without_warmup())),
+        "faithful" => Box::new(Faithful::default()),
+        "ca" => Box::new(ContentionAware::default()),
+        "lca-grow" => Box::new(Lca::with_params(SscParams::default())),
+        "lca-2013" => Box::new(Lca::paper_2013(cores)),
         _ => {
-            return Err(format!(
-                "unknown policy '{name}'; known: {}",
-                POLICY_NAMES.join(", ")
-            ))
+            return Err(SimError::UnknownPolicy {
+                name: name.to_string(),
+                known: &POLICY_NAMES,
+            })
         }
     })
 }
@@ -51,10 +56,15 @@ pub fn make_policy(name: &str, cores: u32) -> Result<Box<dyn SimPolicy>, String>
 /// What every point of a sweep shares.
 #[derive(Clone, Debug)]
 pub struct SweepSpec {
+    /// Workloads to run.
     pub workloads: Vec<Workload>,
+    /// Policy names, as [`make_policy`] takes them.
     pub policies: Vec<String>,
+    /// Machine sizes, in cores.
     pub cores: Vec<u32>,
+    /// Simulated seconds per point, warm-up included.
     pub seconds: f64,
+    /// Seed of every point's random stream.
     pub seed: u64,
     /// Lock costs every point uses.
     pub costs: LockCosts,
@@ -63,6 +73,7 @@ pub struct SweepSpec {
 /// All points and the simulator's speed.
 #[derive(Clone, Debug, Serialize)]
 pub struct SweepReport {
+    /// One result per (workload, policy, cores), in that nesting order.
     pub points: Vec<SimResult>,
     /// Events per second of one host core: total events over the total CPU
     /// time of the threads that ran the points (so that other load on the
@@ -73,12 +84,17 @@ pub struct SweepReport {
 }
 
 /// Runs the sweep; `progress(done, total)` is called after each point.
+///
+/// # Errors
+///
+/// A core count of 0 or an unknown policy, before anything runs; otherwise
+/// the first point's error in sweep order (see [`simulate`]).
 pub fn run_sweep(
     spec: &SweepSpec,
     progress: &(dyn Fn(usize, usize) + Sync),
-) -> Result<SweepReport, String> {
+) -> Result<SweepReport, SimError> {
     if spec.cores.contains(&0) {
-        return Err("cores: 0 is not allowed".into());
+        return Err(SimError::Cores(0));
     }
     for p in &spec.policies {
         make_policy(p, 1)?;
@@ -97,7 +113,7 @@ pub fn run_sweep(
     let done = AtomicUsize::new(0);
     let start = Instant::now();
     // (job index, the point and the CPU seconds it took)
-    type Outcome = (usize, Result<(SimResult, f64), String>);
+    type Outcome = (usize, Result<(SimResult, f64), SimError>);
     let mut results: Vec<Outcome> = order
         .par_iter()
         .map(|&i| {

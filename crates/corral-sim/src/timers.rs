@@ -2,65 +2,65 @@
 //! one slot that is set, moved or cancelled in place, so the queue never
 //! holds stale events and stays as small as the machine.
 
-const ABSENT: u32 = u32::MAX;
 const ARITY: usize = 4;
 
 pub(crate) struct Timers {
     heap: Vec<u32>,
-    pos: Vec<u32>,
+    /// Heap index of each timer id; none while it is disarmed.
+    pos: Vec<Option<u32>>,
     /// Due time per timer id, as the bits of a non-negative f64 (which order
     /// like the floats).
     due: Vec<u64>,
 }
 
 impl Timers {
-    pub fn new(ids: usize) -> Self {
+    pub(crate) fn new(ids: usize) -> Self {
         Timers {
             heap: Vec::with_capacity(ids),
-            pos: vec![ABSENT; ids],
+            pos: vec![None; ids],
             due: vec![0; ids],
         }
     }
 
     /// Arms (or re-arms) timer `id` for time `at`.
     #[inline]
-    pub fn set(&mut self, id: u32, at: f64) {
+    pub(crate) fn set(&mut self, id: u32, at: f64) {
         let key = at.max(0.0).to_bits();
         let i = id as usize;
         let old = self.due[i];
         self.due[i] = key;
         match self.pos[i] {
-            ABSENT => {
+            None => {
                 self.heap.push(id);
                 let at = self.heap.len() - 1;
-                self.pos[i] = at as u32;
+                self.pos[i] = Some(at as u32);
                 self.sift_up(at);
             }
-            p if key < old => self.sift_up(p as usize),
-            p => self.sift_down(p as usize),
+            Some(p) if key < old => self.sift_up(p as usize),
+            Some(p) => self.sift_down(p as usize),
         }
     }
 
+    /// Disarms timer `id` (nothing if it is not armed).
     #[inline]
-    pub fn cancel(&mut self, id: u32) {
-        let p = self.pos[id as usize];
-        if p == ABSENT {
+    pub(crate) fn cancel(&mut self, id: u32) {
+        let Some(p) = self.pos[id as usize].take() else {
             return;
-        }
-        self.pos[id as usize] = ABSENT;
+        };
         let last = self.heap.pop().expect("armed timer is in the heap");
         if last != id {
             let p = p as usize;
             self.heap[p] = last;
-            self.pos[last as usize] = p as u32;
+            self.pos[last as usize] = Some(p as u32);
             self.sift_down(p);
-            self.sift_up(self.pos[last as usize] as usize);
+            let p = self.pos[last as usize].expect("moved timer is armed");
+            self.sift_up(p as usize);
         }
     }
 
     /// The earliest timer and its time, disarmed.
     #[inline]
-    pub fn pop(&mut self) -> Option<(f64, u32)> {
+    pub(crate) fn pop(&mut self) -> Option<(f64, u32)> {
         let &id = self.heap.first()?;
         let at = f64::from_bits(self.due[id as usize]);
         self.cancel(id);
@@ -78,11 +78,11 @@ impl Timers {
                 break;
             }
             self.heap[i] = pid;
-            self.pos[pid as usize] = i as u32;
+            self.pos[pid as usize] = Some(i as u32);
             i = parent;
         }
         self.heap[i] = id;
-        self.pos[id as usize] = i as u32;
+        self.pos[id as usize] = Some(i as u32);
     }
 
     #[inline]
@@ -109,11 +109,11 @@ impl Timers {
             }
             let cid = self.heap[best];
             self.heap[i] = cid;
-            self.pos[cid as usize] = i as u32;
+            self.pos[cid as usize] = Some(i as u32);
             i = best;
         }
         self.heap[i] = id;
-        self.pos[id as usize] = i as u32;
+        self.pos[id as usize] = Some(i as u32);
     }
 }
 

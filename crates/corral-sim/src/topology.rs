@@ -46,11 +46,13 @@ impl Machine {
         }
     }
 
+    /// The LLC domain `core` belongs to.
     #[inline]
     pub fn llc_of(&self, core: u32) -> u32 {
         core / self.cores_per_llc.max(1)
     }
 
+    /// The NUMA node `core` belongs to.
     #[inline]
     pub fn node_of(&self, core: u32) -> u32 {
         self.llc_of(core) / self.llcs_per_node.max(1)

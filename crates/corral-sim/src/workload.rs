@@ -2,6 +2,7 @@
 //! of non-critical work and critical sections on named locks. Readable from
 //! JSON so users can describe their own.
 
+use crate::error::SimError;
 use crate::locks::LockAlgo;
 use serde::{Deserialize, Serialize};
 
@@ -20,6 +21,7 @@ pub enum TimeDist {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LockSpec {
+    /// Name steps refer to it by; unique within the workload.
     pub name: String,
     /// The lock algorithm (`ticket`, `mcs`, `mutex`, ...).
     pub algo: LockAlgo,
@@ -46,12 +48,16 @@ fn one() -> u32 {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Step {
+    /// Non-critical cycles before the lock is tried.
     #[serde(default)]
     pub work: f64,
+    /// Name of the lock the critical section holds, if the step has one.
     #[serde(default)]
     pub lock: Option<String>,
+    /// Critical-section cycles (with a lock only).
     #[serde(default)]
     pub cs: f64,
+    /// How many times the step runs before the next one.
     #[serde(default = "one")]
     pub repeat: u32,
 }
@@ -61,7 +67,9 @@ pub struct Step {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PhaseSpec {
+    /// When the phase starts, as a fraction of the simulated time.
     pub at: f64,
+    /// The operation tasks repeat from then on.
     pub operation: Vec<Step>,
 }
 
@@ -69,14 +77,18 @@ pub struct PhaseSpec {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Workload {
+    /// Name reported with every point.
     pub name: String,
+    /// One line for listings.
     #[serde(default)]
     pub description: String,
     /// Tasks per simulated core (the papers run one per core).
     #[serde(default = "one")]
     pub tasks_per_core: u32,
+    /// How work and critical-section lengths are drawn.
     #[serde(default)]
     pub times: TimeDist,
+    /// The locks steps may use.
     pub locks: Vec<LockSpec>,
     /// One operation; throughput counts completed operations.
     pub operation: Vec<Step>,
@@ -87,6 +99,7 @@ pub struct Workload {
     /// Cycles a freshly forked task spends before its first operation.
     #[serde(default)]
     pub spawn_cycles: f64,
+    /// Later operations, in order of their start.
     #[serde(default)]
     pub phases: Vec<PhaseSpec>,
 }
@@ -94,48 +107,55 @@ pub struct Workload {
 /// A workload step with its lock resolved to an index.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct CompiledStep {
-    pub work: f64,
-    /// `NO_LOCK` when the step has no critical section.
-    pub lock: u32,
-    pub cs: f64,
-    pub repeat: u32,
+    pub(crate) work: f64,
+    /// Index of the step's lock; none when it has no critical section.
+    pub(crate) lock: Option<u32>,
+    pub(crate) cs: f64,
+    pub(crate) repeat: u32,
 }
-
-pub(crate) const NO_LOCK: u32 = u32::MAX;
 
 impl Workload {
     /// Reads a workload from JSON text; errors name the offending field.
-    pub fn from_json(text: &str) -> Result<Self, String> {
-        let w: Workload = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    pub fn from_json(text: &str) -> Result<Self, SimError> {
+        let w: Workload = serde_json::from_str(text).map_err(SimError::WorkloadJson)?;
         w.validate()?;
         Ok(w)
     }
 
     /// Checks values serde cannot: names resolve, times are sane.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), SimError> {
         if self.tasks_per_core == 0 {
-            return Err("tasks_per_core: must be at least 1".into());
+            return Err(SimError::workload("tasks_per_core", "must be at least 1"));
         }
         for (i, l) in self.locks.iter().enumerate() {
             if self.locks[..i].iter().any(|o| o.name == l.name) {
-                return Err(format!("locks[{i}].name: duplicate lock '{}'", l.name));
+                return Err(SimError::workload(
+                    format!("locks[{i}].name"),
+                    format!("duplicate lock '{}'", l.name),
+                ));
             }
             if l.data_miss.iter().any(|c| !c.is_finite() || *c < 0.0) {
-                return Err(format!("locks[{i}].data_miss: cycles must be >= 0"));
+                return Err(SimError::workload(
+                    format!("locks[{i}].data_miss"),
+                    "cycles must be >= 0",
+                ));
             }
         }
         self.compile_steps("operation", &self.operation)?;
         for (i, p) in self.phases.iter().enumerate() {
             if !(0.0..=1.0).contains(&p.at) {
-                return Err(format!("phases[{i}].at: must be a fraction in 0..=1"));
+                return Err(SimError::workload(
+                    format!("phases[{i}].at"),
+                    "must be a fraction in 0..=1",
+                ));
             }
             self.compile_steps(&format!("phases[{i}].operation"), &p.operation)?;
         }
         if self.ops_per_task == Some(0) {
-            return Err("ops_per_task: must be at least 1".into());
+            return Err(SimError::workload("ops_per_task", "must be at least 1"));
         }
         if !self.spawn_cycles.is_finite() || self.spawn_cycles < 0.0 {
-            return Err("spawn_cycles: must be >= 0".into());
+            return Err(SimError::workload("spawn_cycles", "must be >= 0"));
         }
         Ok(())
     }
@@ -144,36 +164,49 @@ impl Workload {
         &self,
         field: &str,
         steps: &[Step],
-    ) -> Result<Vec<CompiledStep>, String> {
+    ) -> Result<Vec<CompiledStep>, SimError> {
         if steps.is_empty() {
-            return Err(format!("{field}: needs at least one step"));
+            return Err(SimError::workload(field, "needs at least one step"));
         }
         let mut out = Vec::with_capacity(steps.len());
         for (i, s) in steps.iter().enumerate() {
             if !s.work.is_finite() || s.work < 0.0 {
-                return Err(format!("{field}[{i}].work: cycles must be >= 0"));
+                return Err(SimError::workload(
+                    format!("{field}[{i}].work"),
+                    "cycles must be >= 0",
+                ));
             }
             if s.repeat == 0 {
-                return Err(format!("{field}[{i}].repeat: must be at least 1"));
+                return Err(SimError::workload(
+                    format!("{field}[{i}].repeat"),
+                    "must be at least 1",
+                ));
             }
             let lock = match &s.lock {
                 None => {
                     if s.work <= 0.0 {
-                        return Err(format!(
-                            "{field}[{i}].work: a step without a lock needs work > 0"
+                        return Err(SimError::workload(
+                            format!("{field}[{i}].work"),
+                            "a step without a lock needs work > 0",
                         ));
                     }
-                    NO_LOCK
+                    None
                 }
                 Some(name) => {
                     if !s.cs.is_finite() || s.cs <= 0.0 {
-                        return Err(format!("{field}[{i}].cs: cycles must be > 0"));
+                        return Err(SimError::workload(
+                            format!("{field}[{i}].cs"),
+                            "cycles must be > 0",
+                        ));
                     }
-                    self.locks
-                        .iter()
-                        .position(|l| &l.name == name)
-                        .ok_or_else(|| format!("{field}[{i}].lock: unknown lock '{name}'"))?
-                        as u32
+                    let index = self.locks.iter().position(|l| &l.name == name);
+                    let index = index.ok_or_else(|| {
+                        SimError::workload(
+                            format!("{field}[{i}].lock"),
+                            format!("unknown lock '{name}'"),
+                        )
+                    })?;
+                    Some(index as u32)
                 }
             };
             out.push(CompiledStep {
@@ -236,7 +269,7 @@ mod tests {
             (GOOD.replace("\"name\":\"mine\",", ""), "name"),
         ];
         for (text, field) in cases {
-            let e = Workload::from_json(&text).unwrap_err();
+            let e = Workload::from_json(&text).unwrap_err().to_string();
             assert!(e.contains(field), "{e} does not name {field}");
         }
     }

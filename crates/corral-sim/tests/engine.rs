@@ -2,8 +2,8 @@
 
 use corral_sim::presets::preset;
 use corral_sim::{
-    make_policy, run_sweep, simulate, to_csv, LockAlgo, LockCosts, SimConfig, SimResult, SweepSpec,
-    TimeDist, Workload,
+    make_policy, run_sweep, simulate, to_csv, LockAlgo, LockCosts, SimConfig, SimError, SimResult,
+    SweepSpec, TimeDist, Workload,
 };
 
 fn run(workload: &Workload, policy: &str, cores: u32, seconds: f64, seed: u64) -> SimResult {
@@ -149,8 +149,10 @@ fn sweeps_reject_bad_input_and_write_csv() {
     };
     let none = |_: usize, _: usize| {};
     let e = run_sweep(&spec(&["nope"], vec![2]), &none).unwrap_err();
-    assert!(e.contains("unknown policy 'nope'"), "{e}");
-    assert!(run_sweep(&spec(&["default"], vec![0]), &none).is_err());
+    assert!(matches!(&e, SimError::UnknownPolicy { name, .. } if name == "nope"));
+    assert!(e.to_string().contains("unknown policy 'nope'"), "{e}");
+    let e = run_sweep(&spec(&["default"], vec![0]), &none).unwrap_err();
+    assert!(matches!(e, SimError::Cores(0)), "{e}");
     let report = run_sweep(&spec(&["default", "mcs"], vec![1, 2]), &none).unwrap();
     assert_eq!(report.points.len(), 4);
     let csv = to_csv(&report);

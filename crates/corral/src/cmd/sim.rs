@@ -134,7 +134,7 @@ pub fn run(args: SimArgs) -> Result<(), CliError> {
     } else {
         run_sweep(&spec, &quiet)
     }
-    .map_err(CliError)?;
+    .map_err(|e| CliError(e.to_string()))?;
     let json = serde_json::to_string_pretty(&report).map_err(|e| CliError(e.to_string()))?;
     if let Some(path) = &args.out {
         std::fs::write(path, &json).map_err(|e| CliError(format!("--out {path}: {e}")))?;

@@ -8,13 +8,12 @@
 //! sampling error. With fixed times the phase lasts `s + k c` for the `k` at
 //! release. Queue locks hand off in constant time.
 
-use crate::engine::{Phase, Sim, TaskTimer, ACT_CS, ACT_SPIN, NONE};
+use super::{Activity, LoadView, Phase, State, TaskTimer};
 use crate::locks::LockAlgo;
-use crate::sched::LoadView;
 
-impl Sim<'_> {
+impl State<'_> {
     /// Running task `t` tries the lock of its current step.
-    pub(crate) fn attempt(&mut self, t: u32) {
+    pub(super) fn attempt(&mut self, t: u32) {
         let now_ns = self.ns(self.now);
         let core = self.tasks[t as usize].core;
         let view = LoadView(&self.cores);
@@ -31,10 +30,10 @@ impl Sim<'_> {
             self.migrate(t, target);
             return;
         }
-        let l = self.step_of(t).lock as usize;
+        let l = self.lock_of(t);
         self.tasks[t as usize].wait_since = self.now;
-        if self.locks[l].holder == NONE {
-            self.locks[l].holder = t;
+        if self.locks[l].holder.is_none() {
+            self.locks[l].holder = Some(t);
             self.start_hold(t);
             return;
         }
@@ -52,19 +51,19 @@ impl Sim<'_> {
 
     /// `t` (on a core, in the lock's waiter list) starts or resumes spinning.
     #[inline]
-    pub(crate) fn begin_spin(&mut self, t: u32, l: usize) {
+    fn begin_spin(&mut self, t: u32, l: usize) {
         let task = &mut self.tasks[t as usize];
         task.phase = Phase::Spin;
         task.spin_since = self.now;
         let core = task.core;
-        self.set_act(core, ACT_SPIN);
+        self.set_act(core, Activity::Spin);
         self.locks[l].spinners += 1;
         self.contenders_changed(l);
     }
 
     /// `t` stops spinning on a core (granted, preempted, parked, moved).
     #[inline]
-    pub(crate) fn end_spin(&mut self, t: u32, l: usize) {
+    pub(super) fn end_spin(&mut self, t: u32, l: usize) {
         let task = &mut self.tasks[t as usize];
         task.slice_wait += self.now - task.spin_since;
         self.locks[l].spinners -= 1;
@@ -72,23 +71,27 @@ impl Sim<'_> {
     }
 
     /// Running task `t` owns its step's lock: run the critical section.
-    pub(crate) fn start_hold(&mut self, t: u32) {
+    pub(super) fn start_hold(&mut self, t: u32) {
         let step = self.step_of(t);
-        let l = step.lock as usize;
+        let l = self.lock_of(t);
         let core = self.tasks[t as usize].core;
         self.policy.on_lock_acquired(t, l as u32);
-        let wait_from = self.tasks[t as usize].wait_since.max(self.measure_start);
-        self.wait_total += (self.now - wait_from).max(0.0);
+        let wait_from = self.tasks[t as usize]
+            .wait_since
+            .max(self.figures.measure_start);
+        self.figures.wait_total += (self.now - wait_from).max(0.0);
         let lock = &mut self.locks[l];
-        let moved = lock.last_core != NONE && lock.last_core != core;
-        let data = if moved {
-            lock.data_miss[self.cfg.machine.distance(lock.last_core, core)]
-        } else {
-            0.0
+        // The protected data follows the lock from the core of its last
+        // release.
+        let (moved, data) = match lock.last_core {
+            Some(last) if last != core => {
+                (true, lock.data_miss[self.cfg.machine.distance(last, core)])
+            }
+            _ => (false, 0.0),
         };
         let algo = lock.algo;
         let k = 1 + lock.spinners;
-        let fresh = lock.last_core == NONE;
+        let fresh = lock.last_core.is_none();
         let debt = std::mem::take(&mut self.tasks[t as usize].debt);
         let len = if algo.is_non_scalable() {
             let base = step.cs + data + debt;
@@ -112,7 +115,7 @@ impl Sim<'_> {
         let task = &mut self.tasks[t as usize];
         task.phase = Phase::Hold;
         task.phase_end = self.now + len;
-        self.set_act(core, ACT_CS);
+        self.set_act(core, Activity::Critical);
         self.arm_task(t, self.now + len, TaskTimer::PhaseEnd);
     }
 
@@ -121,10 +124,12 @@ impl Sim<'_> {
     #[inline]
     fn contenders_changed(&mut self, l: usize) {
         let lock = &self.locks[l];
-        let h = lock.holder;
-        if !lock.algo.is_non_scalable() || h == NONE {
+        if !lock.algo.is_non_scalable() {
             return;
         }
+        let Some(h) = lock.holder else {
+            return;
+        };
         let task = &self.tasks[h as usize];
         if !task.on_core || task.phase != Phase::Hold {
             return;
@@ -140,12 +145,12 @@ impl Sim<'_> {
     }
 
     /// Running task `t` leaves its critical section: hand the lock on.
-    pub(crate) fn release(&mut self, t: u32) {
-        let l = self.step_of(t).lock as usize;
+    pub(super) fn release(&mut self, t: u32) {
+        let l = self.lock_of(t);
         let core = self.tasks[t as usize].core;
         let lock = &mut self.locks[l];
-        lock.last_core = core;
-        lock.holder = NONE;
+        lock.last_core = Some(core);
+        lock.holder = None;
         let next = match lock.algo {
             LockAlgo::Tas => {
                 // Any spinning waiter may win; preempted ones are not trying.
@@ -171,7 +176,7 @@ impl Sim<'_> {
 
     /// Lock `l` passes to waiter `w`.
     fn grant(&mut self, w: u32, l: usize) {
-        self.locks[l].holder = w;
+        self.locks[l].holder = Some(w);
         let task = &self.tasks[w as usize];
         match (task.phase, task.on_core) {
             (Phase::Spin, true) => {
@@ -192,14 +197,14 @@ impl Sim<'_> {
     }
 
     /// A preempted spinner runs again.
-    pub(crate) fn resume_spin(&mut self, t: u32) {
-        let l = self.step_of(t).lock as usize;
-        if self.locks[l].algo == LockAlgo::Tas && self.locks[l].holder == NONE {
+    pub(super) fn resume_spin(&mut self, t: u32) {
+        let l = self.lock_of(t);
+        if self.locks[l].algo == LockAlgo::Tas && self.locks[l].holder.is_none() {
             let lock = &mut self.locks[l];
             if let Some(i) = lock.waiters.iter().position(|&w| w == t) {
                 lock.waiters.remove(i);
             }
-            lock.holder = t;
+            lock.holder = Some(t);
             self.start_hold(t);
         } else {
             self.begin_spin(t, l);
@@ -220,7 +225,7 @@ impl Sim<'_> {
         if task.phase != Phase::Spin || !task.on_core {
             return;
         }
-        let l = self.step_of(t).lock as usize;
+        let l = self.lock_of(t);
         self.end_spin(t, l);
         self.park(t);
     }
@@ -229,14 +234,14 @@ impl Sim<'_> {
     pub(crate) fn wake(&mut self, t: u32) {
         let range = self.policy.allowed(t);
         let last = self.tasks[t as usize].core;
-        let core = if range.contains(last) && self.cores[last as usize].running == NONE {
+        let core = if range.contains(last) && self.cores[last as usize].running.is_none() {
             last
         } else {
             self.least_loaded(range, t)
         };
         if core != last {
             self.tasks[t as usize].debt += self.cfg.machine.migration_cycles(last, core);
-            self.migrations += 1;
+            self.figures.migrations += 1;
         }
         self.enqueue(t, core);
     }

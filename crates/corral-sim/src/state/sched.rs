@@ -1,35 +1,20 @@
 //! Per-core run queues, time slices, preemption, migration and load
 //! balancing within each task's allowed cores.
 
-use crate::engine::Core;
-use crate::engine::{Phase, Sim, TaskTimer, ACT_CS, ACT_IDLE, ACT_WORK, NONE};
+use super::{Activity, Global, LoadView, Phase, State, TaskTimer};
 use crate::locks::LockAlgo;
-use crate::policy::{CoreLoads, CoreRange};
+use crate::policy::CoreRange;
 
-/// The engine's run queues seen as per-core loads.
-pub(crate) struct LoadView<'a>(pub &'a [Core]);
-
-impl CoreLoads for LoadView<'_> {
-    fn fill(&self, out: &mut Vec<u32>) {
-        out.clear();
-        out.extend(
-            self.0
-                .iter()
-                .map(|c| c.runq.len() as u32 + u32::from(c.running != NONE)),
-        );
-    }
-}
-
-impl Sim<'_> {
+impl State<'_> {
     #[inline]
     fn load(&self, core: u32) -> usize {
         let c = &self.cores[core as usize];
-        c.runq.len() + usize::from(c.running != NONE)
+        c.runq.len() + usize::from(c.running.is_some())
     }
 
     /// The least-loaded core of `range`, ties broken by a per-task offset so
     /// that tasks spread out.
-    pub(crate) fn least_loaded(&self, range: CoreRange, t: u32) -> u32 {
+    pub(super) fn least_loaded(&self, range: CoreRange, t: u32) -> u32 {
         let len = range.hi.saturating_sub(range.lo).max(1);
         let mut best = range.lo;
         let mut best_load = usize::MAX;
@@ -48,9 +33,9 @@ impl Sim<'_> {
     }
 
     /// Makes `t` runnable on `core`: runs it at once if the core is idle.
-    pub(crate) fn enqueue(&mut self, t: u32, core: u32) {
+    pub(super) fn enqueue(&mut self, t: u32, core: u32) {
         self.tasks[t as usize].core = core;
-        if self.cores[core as usize].running == NONE {
+        if self.cores[core as usize].running.is_none() {
             self.run_on(core, t);
         } else {
             self.cores[core as usize].runq.push_back(t);
@@ -59,7 +44,7 @@ impl Sim<'_> {
     }
 
     /// Moves `t` (running or not) to `target`, paying the migration cost.
-    pub(crate) fn migrate(&mut self, t: u32, target: u32) {
+    pub(super) fn migrate(&mut self, t: u32, target: u32) {
         let from = self.tasks[t as usize].core;
         if self.tasks[t as usize].on_core {
             self.leave_core(t);
@@ -67,14 +52,14 @@ impl Sim<'_> {
         }
         if from != target {
             self.tasks[t as usize].debt += self.cfg.machine.migration_cycles(from, target);
-            self.migrations += 1;
+            self.figures.migrations += 1;
         }
         self.enqueue(t, target);
     }
 
     /// Takes running task `t` off its core, saving its progress and closing
     /// its slice.
-    pub(crate) fn leave_core(&mut self, t: u32) {
+    pub(super) fn leave_core(&mut self, t: u32) {
         let now = self.now;
         let core = self.tasks[t as usize].core;
         let phase = self.tasks[t as usize].phase;
@@ -84,7 +69,7 @@ impl Sim<'_> {
                 task.remaining = (task.phase_end - now).max(0.0);
             }
             Phase::Spin => {
-                let l = self.step_of(t).lock as usize;
+                let l = self.lock_of(t);
                 self.end_spin(t, l);
             }
             _ => {}
@@ -95,7 +80,7 @@ impl Sim<'_> {
         let task = &mut self.tasks[t as usize];
         task.on_core = false;
         let c = &mut self.cores[core as usize];
-        c.running = NONE;
+        c.running = None;
         c.preempt_pending = false;
     }
 
@@ -118,19 +103,19 @@ impl Sim<'_> {
     }
 
     /// `core` lost its task: run the next queued one, pull one, or go idle.
-    pub(crate) fn switch_next(&mut self, core: u32) {
+    pub(super) fn switch_next(&mut self, core: u32) {
         if let Some(next) = self.cores[core as usize].runq.pop_front() {
             self.queued -= 1;
             self.run_on(core, next);
         } else if !self.pull(core) {
             self.disarm_slice(core);
-            self.set_act(core, ACT_IDLE);
+            self.set_act(core, Activity::Idle);
         }
     }
 
     /// Idle balancing: `core` steals a queued task allowed to run on it from
     /// the busiest run queue.
-    pub(crate) fn pull(&mut self, core: u32) -> bool {
+    fn pull(&mut self, core: u32) -> bool {
         if self.queued == 0 {
             return false;
         }
@@ -156,20 +141,30 @@ impl Sim<'_> {
             .expect("index from rposition");
         self.queued -= 1;
         self.tasks[t as usize].debt += self.cfg.machine.migration_cycles(src, core);
-        self.migrations += 1;
+        self.figures.migrations += 1;
         self.tasks[t as usize].core = core;
         self.run_on(core, t);
         true
     }
 
-    /// Periodic balancing: idle cores look for queued work.
+    /// The periodic tick: the policy's timers, then idle balancing, then the
+    /// next tick one kernel slice later.
     #[cold]
-    pub(crate) fn balance_idle(&mut self) {
+    pub(crate) fn tick(&mut self) {
+        let now_ns = self.ns(self.now);
+        let view = LoadView(&self.cores);
+        self.policy.on_tick(now_ns, &view);
+        self.balance_idle();
+        self.arm_global(Global::Tick, self.now + self.slice_cycles);
+    }
+
+    /// Periodic balancing: idle cores look for queued work.
+    fn balance_idle(&mut self) {
         if self.queued == 0 {
             return;
         }
         for core in 0..self.cores.len() as u32 {
-            if self.cores[core as usize].running == NONE && !self.pull(core) && self.queued == 0 {
+            if self.cores[core as usize].running.is_none() && !self.pull(core) && self.queued == 0 {
                 break;
             }
         }
@@ -185,11 +180,11 @@ impl Sim<'_> {
     }
 
     /// `t` starts running on idle `core` and resumes where it stopped.
-    pub(crate) fn run_on(&mut self, core: u32, t: u32) {
-        self.context_switches += 1;
+    fn run_on(&mut self, core: u32, t: u32) {
+        self.figures.context_switches += 1;
         let now = self.now;
         let c = &mut self.cores[core as usize];
-        c.running = t;
+        c.running = Some(t);
         c.preempt_pending = false;
         let slice = self.slice_of(t);
         self.arm_slice(core, now + slice);
@@ -202,33 +197,15 @@ impl Sim<'_> {
         task.debt += ctx;
         let now_ns = self.ns(now);
         self.policy.on_slice_begin(now_ns, t);
-        let task = &mut self.tasks[t as usize];
+        let task = &self.tasks[t as usize];
         match task.phase {
             Phase::Start => self.begin_step(t),
             Phase::Attempt => self.attempt(t),
-            Phase::Work | Phase::Hold => {
-                let act = if task.phase == Phase::Work {
-                    ACT_WORK
-                } else {
-                    ACT_CS
-                };
-                let len = task.remaining + std::mem::take(&mut task.debt);
-                task.phase_end = now + len;
-                if task.phase == Phase::Hold {
-                    // Its non-scalable handoff is now measured from here.
-                    let l = &self.locks
-                        [self.programs[task.program as usize][task.step as usize].lock as usize];
-                    task.hold_start = now;
-                    task.hold_base =
-                        (len - self.cfg.costs.handoff(l.algo, 1 + l.spinners)).max(0.0);
-                }
-                self.set_act(core, act);
-                self.arm_task(t, now + len, TaskTimer::PhaseEnd);
-            }
+            Phase::Work | Phase::Hold => self.resume_phase(core, t),
             Phase::Spin => {
                 self.resume_spin(t);
                 let task = &self.tasks[t as usize];
-                let l = self.step_of(t).lock as usize;
+                let l = self.lock_of(t);
                 if task.phase == Phase::Spin && self.locks[l].algo == LockAlgo::Adaptive {
                     let at = now + self.cfg.costs.adaptive_spin;
                     self.arm_task(t, at, TaskTimer::SpinTimeout);
@@ -239,25 +216,46 @@ impl Sim<'_> {
         }
     }
 
+    /// `t`, just back on `core`, finishes its interrupted Work or Hold
+    /// phase.
+    fn resume_phase(&mut self, core: u32, t: u32) {
+        let now = self.now;
+        let hold = self.tasks[t as usize].phase == Phase::Hold;
+        // Only a Hold phase has a lock; look it up before borrowing the task.
+        let lock = hold.then(|| self.lock_of(t));
+        let task = &mut self.tasks[t as usize];
+        let len = task.remaining + std::mem::take(&mut task.debt);
+        task.phase_end = now + len;
+        let act = match lock {
+            Some(l) => {
+                // Its non-scalable handoff is now measured from here.
+                let l = &self.locks[l];
+                task.hold_start = now;
+                task.hold_base = (len - self.cfg.costs.handoff(l.algo, 1 + l.spinners)).max(0.0);
+                Activity::Critical
+            }
+            None => Activity::Work,
+        };
+        self.set_act(core, act);
+        self.arm_task(t, now + len, TaskTimer::PhaseEnd);
+    }
+
     /// Whether `t` may be taken off its core now. Kernel spin locks disable
     /// preemption while spinning and while held; user-space locks do not.
     #[inline]
     fn preemptible(&self, t: u32) -> bool {
         match self.tasks[t as usize].phase {
             Phase::Start | Phase::Work | Phase::Attempt => true,
-            Phase::Spin | Phase::Hold | Phase::Granted => {
-                !self.locks[self.step_of(t).lock as usize].kernel
-            }
+            Phase::Spin | Phase::Hold | Phase::Granted => !self.locks[self.lock_of(t)].kernel,
             Phase::Parked => false,
         }
     }
 
     /// The time slice on `core` ran out.
     pub(crate) fn slice_end(&mut self, core: u32) {
-        let t = self.cores[core as usize].running;
-        if t == NONE {
+        let Some(t) = self.cores[core as usize].running else {
             return;
-        }
+        };
         self.report_slice(t);
         let range = self.policy.allowed(t);
         let preemptible = self.preemptible(t);
@@ -280,8 +278,10 @@ impl Sim<'_> {
     }
 
     /// Round robin: the running task goes to the back of its run queue.
-    pub(crate) fn preempt_running(&mut self, core: u32) {
-        let t = self.cores[core as usize].running;
+    pub(super) fn preempt_running(&mut self, core: u32) {
+        let t = self.cores[core as usize]
+            .running
+            .expect("only a busy core is preempted");
         debug_assert!(!self.cores[core as usize].runq.is_empty());
         self.leave_core(t);
         self.cores[core as usize].runq.push_back(t);

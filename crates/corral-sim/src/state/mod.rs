@@ -1,0 +1,441 @@
+//! The simulated machine's state: tasks, cores with their run queues, locks,
+//! the timer heap and the figures, with the transitions the engine drives.
+//!
+//! One type, [`State`], because an event on one topic continues on another
+//! (a slice end migrates a task, which then tries its lock, which may park
+//! it and switch its core): its methods are split by topic into the files
+//! below, which use only this file's types, never each other.
+//!
+//! - `steps.rs`: a task stepping through its operation, spawn and respawn;
+//! - `sched.rs`: run queues, time slices, preemption, migration, balancing;
+//! - `lockops.rs`: acquisition, spinning, handoff, release, sleep and wake.
+
+mod lockops;
+mod sched;
+mod steps;
+
+use crate::config::SimConfig;
+use crate::locks::LockAlgo;
+use crate::policy::{CoreLoads, SimPolicy};
+use crate::rng::Rng;
+use crate::timers::Timers;
+use crate::workload::{CompiledStep, TimeDist, Workload};
+use std::collections::VecDeque;
+
+/// What a task's timer means when it fires.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TaskTimer {
+    /// The current Work or Hold phase ends.
+    PhaseEnd,
+    /// An adaptive lock's spinning budget runs out.
+    SpinTimeout,
+    /// A parked task granted the lock becomes runnable.
+    Wake,
+}
+
+/// Machine-wide timers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Global {
+    /// Once per time slice: the policy's tick and idle balancing.
+    Tick,
+    /// The warm-up ends: the figures restart.
+    Warmup,
+    /// Tasks switch to program `n` (`n >= 1`: the workload's phase `n - 1`).
+    Program(u32),
+}
+
+impl Global {
+    /// Slot among the global timers.
+    fn slot(self) -> u32 {
+        match self {
+            Global::Tick => 0,
+            Global::Warmup => 1,
+            Global::Program(n) => 1 + n,
+        }
+    }
+
+    fn from_slot(slot: u32) -> Self {
+        match slot {
+            0 => Global::Tick,
+            1 => Global::Warmup,
+            s => Global::Program(s - 1),
+        }
+    }
+}
+
+/// A timer that fired, decoded from its slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Event {
+    /// Task `.0`'s own timer, meaning `.1`.
+    Task(u32, TaskTimer),
+    /// The time slice on core `.0` ran out.
+    SliceEnd(u32),
+    /// A machine-wide timer.
+    Global(Global),
+}
+
+/// What a core is doing, for the time and energy accounts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Activity {
+    Idle,
+    /// Non-critical work (context switch and migration costs included).
+    Work,
+    /// Inside a critical section, handoff included.
+    Critical,
+    Spin,
+}
+
+/// Core-cycles spent in each [`Activity`], summed over all cores.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct CoreTime {
+    pub(crate) idle: f64,
+    pub(crate) work: f64,
+    pub(crate) critical: f64,
+    pub(crate) spin: f64,
+}
+
+impl CoreTime {
+    #[inline]
+    fn add(&mut self, act: Activity, cycles: f64) {
+        let slot = match act {
+            Activity::Idle => &mut self.idle,
+            Activity::Work => &mut self.work,
+            Activity::Critical => &mut self.critical,
+            Activity::Spin => &mut self.spin,
+        };
+        *slot += cycles;
+    }
+}
+
+/// The measured figures, restarted at the end of warm-up.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Figures {
+    /// When measuring began, in cycles.
+    pub(crate) measure_start: f64,
+    pub(crate) time: CoreTime,
+    /// Cycles tasks waited to acquire locks.
+    pub(crate) wait_total: f64,
+    pub(crate) ops: u64,
+    pub(crate) migrations: u64,
+    pub(crate) context_switches: u64,
+}
+
+/// Where a task is in its current step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// About to start the current step's non-critical work.
+    Start,
+    /// Doing non-critical work.
+    Work,
+    /// About to try the step's lock (after a migration).
+    Attempt,
+    /// Waiting for the lock, spinning (on a core or preempted).
+    Spin,
+    /// Waiting for the lock, asleep.
+    Parked,
+    /// Owns the lock but has not started its critical section yet.
+    Granted,
+    /// In the critical section (handoff to the next holder included).
+    Hold,
+}
+
+struct Task {
+    /// The core it runs or is queued on, or ran on last.
+    core: u32,
+    on_core: bool,
+    phase: Phase,
+    program: u32,
+    step: u32,
+    reps_left: u32,
+    /// Remaining cycles of an interrupted Work or Hold phase.
+    remaining: f64,
+    phase_end: f64,
+    /// Hold phase bookkeeping for non-scalable locks (see `lockops`).
+    hold_start: f64,
+    hold_base: f64,
+    /// What its armed timer (if any) means.
+    timer: TaskTimer,
+    /// Cycles (migration, context switch, fork) owed to the next phase.
+    debt: f64,
+    wait_since: f64,
+    spin_since: f64,
+    slice_start: f64,
+    slice_wait: f64,
+    ops_in_life: u64,
+}
+
+struct Core {
+    running: Option<u32>,
+    runq: VecDeque<u32>,
+    /// A kernel-lock task's slice ran out while others queue: preempt it as
+    /// soon as it leaves the lock.
+    preempt_pending: bool,
+    act: Activity,
+    /// When `act` began.
+    since: f64,
+}
+
+struct LockState {
+    algo: LockAlgo,
+    kernel: bool,
+    data_miss: [f64; 4],
+    holder: Option<u32>,
+    waiters: VecDeque<u32>,
+    /// Waiters spinning on a core right now (they load the lock's line).
+    spinners: u32,
+    /// The core of the last release; none before the first.
+    last_core: Option<u32>,
+}
+
+/// The run queues seen as per-core loads (policies build it on demand).
+struct LoadView<'a>(&'a [Core]);
+
+impl CoreLoads for LoadView<'_> {
+    fn fill(&self, out: &mut Vec<u32>) {
+        out.clear();
+        out.extend(
+            self.0
+                .iter()
+                .map(|c| c.runq.len() as u32 + u32::from(c.running.is_some())),
+        );
+    }
+}
+
+/// Everything one simulated run changes.
+pub(crate) struct State<'a> {
+    cfg: &'a SimConfig,
+    policy: &'a mut dyn SimPolicy,
+    rng: Rng,
+    exponential: bool,
+    /// The operation, then one program per workload phase.
+    programs: Vec<Vec<CompiledStep>>,
+    /// Program tasks take up at their next operation.
+    current_program: u32,
+    /// Operations after which a task exits; none for long-lived tasks.
+    ops_per_task: Option<u64>,
+    spawn_cycles: f64,
+    /// Slots: one per task, then one per core (its slice), then the globals.
+    timers: Timers,
+    n_tasks: u32,
+    now: f64,
+    tasks: Vec<Task>,
+    cores: Vec<Core>,
+    locks: Vec<LockState>,
+    /// Tasks in all run queues together.
+    queued: u32,
+    slice_cycles: f64,
+    ns_per_cycle: f64,
+    figures: Figures,
+    /// Events processed, warm-up included.
+    events: u64,
+}
+
+impl<'a> State<'a> {
+    /// A machine of `cfg.machine.cores` idle cores and no tasks yet, running
+    /// `programs` (compiled from `workload`) under `policy`, which has been
+    /// started.
+    pub(crate) fn new(
+        cfg: &'a SimConfig,
+        policy: &'a mut dyn SimPolicy,
+        workload: &Workload,
+        programs: Vec<Vec<CompiledStep>>,
+        n_tasks: u32,
+    ) -> Self {
+        let locks = workload
+            .locks
+            .iter()
+            .map(|l| LockState {
+                algo: policy.lock_algo(l.algo, l.kernel),
+                kernel: l.kernel,
+                data_miss: l.data_miss,
+                holder: None,
+                waiters: VecDeque::new(),
+                spinners: 0,
+                last_core: None,
+            })
+            .collect();
+        let cores = cfg.machine.cores;
+        let clock = cfg.machine.clock_ghz;
+        let globals = Global::Program(workload.phases.len() as u32).slot() + 1;
+        State {
+            cfg,
+            policy,
+            rng: Rng::seeded(cfg.seed),
+            exponential: workload.times == TimeDist::Exponential,
+            programs,
+            current_program: 0,
+            ops_per_task: workload.ops_per_task,
+            spawn_cycles: workload.spawn_cycles,
+            timers: Timers::new((n_tasks + cores + globals) as usize),
+            n_tasks,
+            now: 0.0,
+            tasks: Vec::with_capacity(n_tasks as usize),
+            cores: (0..cores)
+                .map(|_| Core {
+                    running: None,
+                    runq: VecDeque::new(),
+                    preempt_pending: false,
+                    act: Activity::Idle,
+                    since: 0.0,
+                })
+                .collect(),
+            locks,
+            queued: 0,
+            slice_cycles: cfg.sched.slice_us * 1000.0 * clock,
+            ns_per_cycle: 1.0 / clock,
+            figures: Figures::default(),
+            events: 0,
+        }
+    }
+}
+
+impl State<'_> {
+    /// The kernel's time slice, in cycles.
+    pub(crate) fn slice_cycles(&self) -> f64 {
+        self.slice_cycles
+    }
+
+    /// Nanoseconds per simulated cycle.
+    pub(crate) fn ns_per_cycle(&self) -> f64 {
+        self.ns_per_cycle
+    }
+
+    /// The figures measured since the warm-up ended.
+    pub(crate) fn figures(&self) -> &Figures {
+        &self.figures
+    }
+
+    /// Events processed, warm-up included.
+    pub(crate) fn events(&self) -> u64 {
+        self.events
+    }
+
+    pub(crate) fn n_cores(&self) -> u32 {
+        self.cores.len() as u32
+    }
+
+    pub(crate) fn n_tasks(&self) -> u32 {
+        self.tasks.len() as u32
+    }
+
+    /// The policy's final SSC size, if it has one.
+    pub(crate) fn ssc(&self) -> Option<u32> {
+        self.policy.ssc()
+    }
+
+    /// Arms task `t`'s timer (replacing any armed one).
+    #[inline]
+    fn arm_task(&mut self, t: u32, at: f64, what: TaskTimer) {
+        self.tasks[t as usize].timer = what;
+        self.timers.set(t, at);
+    }
+
+    #[inline]
+    fn disarm_task(&mut self, t: u32) {
+        self.timers.cancel(t);
+    }
+
+    /// Arms the end of the current slice on `core`.
+    #[inline]
+    fn arm_slice(&mut self, core: u32, at: f64) {
+        self.timers.set(self.n_tasks + core, at);
+    }
+
+    #[inline]
+    fn disarm_slice(&mut self, core: u32) {
+        self.timers.cancel(self.n_tasks + core);
+    }
+
+    /// Arms machine-wide timer `what` for time `at`.
+    pub(crate) fn arm_global(&mut self, what: Global, at: f64) {
+        let id = self.n_tasks + self.cores.len() as u32 + what.slot();
+        self.timers.set(id, at);
+    }
+
+    /// The next event due by `end`, with the clock moved to it; none once
+    /// the next is later (the clock then stays where it was).
+    #[inline]
+    pub(crate) fn next_event(&mut self, end: f64) -> Option<Event> {
+        let (at, id) = self.timers.pop()?;
+        if at > end {
+            return None;
+        }
+        self.now = at;
+        self.events += 1;
+        let n_cores = self.cores.len() as u32;
+        Some(if id < self.n_tasks {
+            Event::Task(id, self.tasks[id as usize].timer)
+        } else if id < self.n_tasks + n_cores {
+            Event::SliceEnd(id - self.n_tasks)
+        } else {
+            Event::Global(Global::from_slot(id - self.n_tasks - n_cores))
+        })
+    }
+
+    /// Ends the run at `end`: every core's current activity is accounted up
+    /// to then.
+    pub(crate) fn finish(&mut self, end: f64) {
+        self.now = end;
+        self.settle_accounts();
+    }
+
+    /// The warm-up is over: measure from now on.
+    pub(crate) fn reset_figures(&mut self) {
+        self.settle_accounts();
+        self.figures = Figures {
+            measure_start: self.now,
+            ..Figures::default()
+        };
+    }
+
+    /// Tasks take up program `program` at their next operation.
+    pub(crate) fn switch_program(&mut self, program: u32) {
+        self.current_program = program;
+    }
+
+    #[inline]
+    fn ns(&self, cycles: f64) -> u64 {
+        (cycles * self.ns_per_cycle) as u64
+    }
+
+    /// A duration around `mean`, drawn by the workload's distribution.
+    #[inline]
+    fn draw(&mut self, mean: f64) -> f64 {
+        if self.exponential && mean > 0.0 {
+            self.rng.exp(mean)
+        } else {
+            mean
+        }
+    }
+
+    #[inline]
+    fn step_of(&self, t: u32) -> CompiledStep {
+        let task = &self.tasks[t as usize];
+        self.programs[task.program as usize][task.step as usize]
+    }
+
+    /// The lock of `t`'s current step, for a task trying, waiting for or
+    /// holding it (only lock steps get there).
+    #[inline]
+    fn lock_of(&self, t: u32) -> usize {
+        let lock = self.step_of(t).lock;
+        lock.expect("a task at a lock is on a step with one") as usize
+    }
+
+    /// Switches the activity account of `core` at the current time.
+    #[inline]
+    fn set_act(&mut self, core: u32, act: Activity) {
+        let c = &mut self.cores[core as usize];
+        self.figures.time.add(c.act, self.now - c.since);
+        c.since = self.now;
+        c.act = act;
+    }
+
+    /// Accounts every core's current activity up to now.
+    fn settle_accounts(&mut self) {
+        for c in 0..self.cores.len() as u32 {
+            let act = self.cores[c as usize].act;
+            self.set_act(c, act);
+        }
+    }
+}
