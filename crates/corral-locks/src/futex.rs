@@ -1,6 +1,8 @@
 //! The parking mutex on Linux futexes.
 
 use crate::sync::{const_fn_unless_loom, AtomicU32, Ordering};
+#[cfg(all(target_os = "linux", not(loom)))]
+use crate::sys::futex::{wait, wake, Sharing};
 use crate::RawLock;
 
 /// Nobody holds the lock.
@@ -90,32 +92,14 @@ impl RawLock for FutexLock {
 #[cfg(all(target_os = "linux", not(loom)))]
 #[cold]
 pub(crate) fn futex_wait(word: &AtomicU32, expected: u32) {
-    // SAFETY: FUTEX_WAIT reads the aligned u32 behind `word`, which outlives
-    // the call; a null timeout means wait without limit.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
-            expected,
-            core::ptr::null::<libc::timespec>(),
-        );
-    }
+    wait(word, expected, Sharing::Private);
 }
 
 /// Wakes at most one thread sleeping on `word`.
 #[cfg(all(target_os = "linux", not(loom)))]
 #[cold]
 pub(crate) fn futex_wake_one(word: &AtomicU32) {
-    // SAFETY: FUTEX_WAKE only uses the address of `word` as a key.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
-            1,
-        );
-    }
+    wake(word, 1, Sharing::Private);
 }
 
 /// Stand-in off Linux and under loom: "sleeping" is yielding and

@@ -6,18 +6,19 @@
 //! parking locks that survive oversubscription (futex, adaptive).
 //!
 //! Every lock implements [`RawLock`]; [`wait::Timed`] adds per-thread
-//! lock-wait accounting (paper 1, Algorithm 1). No lock or unlock path
+//! lock-wait accounting (paper 1, Algorithm 1). [`sys`] is the OS layer
+//! (clocks, futexes) the other corral crates use too. No lock or unlock path
 //! allocates, so the locks can run inside an interposed `pthread_mutex_lock`.
 
 mod adaptive;
 mod algorithm;
 mod clh;
-mod clock;
 mod futex;
 mod k42;
 mod mcs;
 mod pool;
 mod sync;
+pub mod sys;
 mod tas;
 mod ticket;
 mod ticket_backoff;

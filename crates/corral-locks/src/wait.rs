@@ -6,7 +6,7 @@ use core::cell::Cell;
 use core::ptr;
 use core::sync::atomic::{AtomicU64, Ordering};
 
-pub use crate::clock::{now_ticks, ns_to_ticks, ticks_to_ns, CALIBRATION_WINDOW};
+pub use crate::sys::clock::{now_ticks, ns_to_ticks, ticks_to_ns, CALIBRATION_WINDOW};
 use crate::RawLock;
 
 /// Accumulated lock-waiting time of one thread (paper 1's `acc_lock_time`)

@@ -6,7 +6,11 @@
 use core::ffi::c_int;
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use crate::mutex::{relock_after_wait, unlock_for_wait};
+use corral_locks::sys::clock::DeadlineClock;
+use corral_locks::sys::futex::{self, Sharing, WaitResult};
+
+use crate::deadline::Deadline;
+use crate::mutex_core;
 
 /// corral's view of a `pthread_cond_t` (48 bytes; all zero is
 /// `PTHREAD_COND_INITIALIZER`: realtime clock, process-private).
@@ -34,11 +38,25 @@ unsafe fn words<'a>(c: *mut libc::pthread_cond_t) -> &'a CondWords {
     unsafe { &*(c as *const CondWords) }
 }
 
-fn futex_op(flags: u32, op: c_int) -> c_int {
-    if flags & FLAG_SHARED != 0 {
-        op
-    } else {
-        op | libc::FUTEX_PRIVATE_FLAG
+impl CondWords {
+    /// Who sleeps on `seq`: set once by init.
+    #[inline]
+    fn sharing(&self) -> Sharing {
+        if self.flags.load(Ordering::Relaxed) & FLAG_SHARED != 0 {
+            Sharing::Shared
+        } else {
+            Sharing::Private
+        }
+    }
+
+    /// The clock of `pthread_cond_timedwait`'s deadline.
+    #[inline]
+    fn clock(&self) -> DeadlineClock {
+        if self.flags.load(Ordering::Relaxed) & FLAG_MONOTONIC != 0 {
+            DeadlineClock::Monotonic
+        } else {
+            DeadlineClock::Realtime
+        }
     }
 }
 
@@ -100,21 +118,19 @@ pub unsafe extern "C" fn pthread_cond_signal(c: *mut libc::pthread_cond_t) -> c_
 #[no_mangle]
 pub unsafe extern "C" fn pthread_cond_broadcast(c: *mut libc::pthread_cond_t) -> c_int {
     // SAFETY: `c` is live (this function's contract).
-    unsafe { wake(c, i32::MAX) }
+    unsafe { wake(c, futex::WAKE_ALL) }
 }
 
 /// Wakes up to `n` waiters of `c`.
 ///
 /// # Safety
 /// `c` points to a live condition variable.
-unsafe fn wake(c: *mut libc::pthread_cond_t, n: i32) -> c_int {
+unsafe fn wake(c: *mut libc::pthread_cond_t, n: u32) -> c_int {
     // SAFETY: the function's contract.
     let w = unsafe { words(c) };
     // Release: a waiter that sees the new value sees what preceded the signal.
     w.seq.fetch_add(1, Ordering::Release);
-    let op = futex_op(w.flags.load(Ordering::Relaxed), libc::FUTEX_WAKE);
-    // SAFETY: FUTEX_WAKE only uses the address as a key.
-    unsafe { libc::syscall(libc::SYS_futex, w.seq.as_ptr(), op, n) };
+    futex::wake(&w.seq, n, w.sharing());
     0
 }
 
@@ -142,13 +158,13 @@ pub unsafe extern "C" fn pthread_cond_timedwait(
     abstime: *const libc::timespec,
 ) -> c_int {
     // SAFETY: `c` is live (this function's contract).
-    let clock = if unsafe { words(c) }.flags.load(Ordering::Relaxed) & FLAG_MONOTONIC != 0 {
-        libc::CLOCK_MONOTONIC
-    } else {
-        libc::CLOCK_REALTIME
-    };
+    let clock = unsafe { words(c) }.clock();
     // SAFETY: forwarding this function's contract (a valid timespec).
-    unsafe { wait(c, m, Some((clock, *abstime))) }
+    match unsafe { Deadline::read(clock.id(), abstime) } {
+        // SAFETY: forwarding this function's contract.
+        Ok(d) => unsafe { wait(c, m, Some(d)) },
+        Err(rc) => rc,
+    }
 }
 
 /// POSIX `pthread_cond_clockwait` on corral's locks.
@@ -162,11 +178,12 @@ pub unsafe extern "C" fn pthread_cond_clockwait(
     clock: libc::clockid_t,
     abstime: *const libc::timespec,
 ) -> c_int {
-    if clock != libc::CLOCK_REALTIME && clock != libc::CLOCK_MONOTONIC {
-        return libc::EINVAL;
-    }
     // SAFETY: forwarding this function's contract (a valid timespec).
-    unsafe { wait(c, m, Some((clock, *abstime))) }
+    match unsafe { Deadline::read(clock, abstime) } {
+        // SAFETY: forwarding this function's contract.
+        Ok(d) => unsafe { wait(c, m, Some(d)) },
+        Err(rc) => rc,
+    }
 }
 
 /// Atomically (with respect to signallers, who bump `seq` after changing
@@ -179,88 +196,36 @@ pub unsafe extern "C" fn pthread_cond_clockwait(
 unsafe fn wait(
     c: *mut libc::pthread_cond_t,
     m: *mut libc::pthread_mutex_t,
-    deadline: Option<(libc::clockid_t, libc::timespec)>,
+    deadline: Option<Deadline>,
 ) -> c_int {
-    if let Some((_, ts)) = deadline {
-        if !(0..1_000_000_000).contains(&ts.tv_nsec) {
-            return libc::EINVAL;
-        }
-    }
     // SAFETY: the function's contract.
     let w = unsafe { words(c) };
     // Relaxed: read before the unlock; the mutex orders it after the
     // caller's predicate check.
     let seq = w.seq.load(Ordering::Relaxed);
     // SAFETY: `m` is a mutex the caller holds.
-    let rc = unsafe { unlock_for_wait(m) };
+    let rc = unsafe { mutex_core::unlock(m) };
     if rc != 0 {
         return rc;
     }
-    let flags = w.flags.load(Ordering::Relaxed);
-    let mut timed_out = false;
-    match deadline {
+    let sharing = w.sharing();
+    let timed_out = match deadline {
         None => {
-            let op = futex_op(flags, libc::FUTEX_WAIT);
-            // SAFETY: FUTEX_WAIT reads the aligned u32 `seq`, live for the
-            // call; no timeout.
-            unsafe {
-                libc::syscall(
-                    libc::SYS_futex,
-                    w.seq.as_ptr(),
-                    op,
-                    seq,
-                    core::ptr::null::<libc::timespec>(),
-                )
-            };
+            futex::wait(&w.seq, seq, sharing);
+            false
         }
-        Some((clock, ts)) => {
-            let mut op = futex_op(flags, libc::FUTEX_WAIT_BITSET);
-            if clock == libc::CLOCK_REALTIME {
-                op |= libc::FUTEX_CLOCK_REALTIME;
-            }
-            let ts = if ts.tv_sec < 0 {
-                libc::timespec {
-                    tv_sec: 0,
-                    tv_nsec: 0,
-                }
-            } else {
-                ts
-            };
-            // SAFETY: as above, with an absolute timeout on `clock`.
-            let r = unsafe {
-                libc::syscall(
-                    libc::SYS_futex,
-                    w.seq.as_ptr(),
-                    op,
-                    seq,
-                    &ts as *const libc::timespec,
-                    0usize,
-                    u32::MAX,
-                )
-            };
-            // SAFETY: reading errno right after the call.
-            timed_out = r != 0 && unsafe { *libc::__errno_location() } == libc::ETIMEDOUT;
-            if !timed_out && passed(clock, &ts) && w.seq.load(Ordering::Relaxed) == seq {
-                timed_out = true;
-            }
+        Some(d) => {
+            let r = futex::wait_until(&w.seq, seq, d.clock, &d.at, sharing);
+            // A wait that ended early (a signal, a changed word) but past
+            // the deadline, with no wake since, timed out too.
+            r == WaitResult::TimedOut || (d.passed() && w.seq.load(Ordering::Relaxed) == seq)
         }
-    }
+    };
     // SAFETY: `m` is the live mutex released above.
-    unsafe { relock_after_wait(m) };
+    unsafe { mutex_core::lock(m) };
     if timed_out {
         libc::ETIMEDOUT
     } else {
         0
     }
-}
-
-/// Whether `deadline` on `clock` has passed.
-pub(crate) fn passed(clock: libc::clockid_t, deadline: &libc::timespec) -> bool {
-    let mut now = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `now` is a valid, writable timespec.
-    unsafe { libc::clock_gettime(clock, &mut now) };
-    (now.tv_sec, now.tv_nsec) >= (deadline.tv_sec, deadline.tv_nsec)
 }

@@ -20,21 +20,21 @@ type ClockFn = unsafe extern "C" fn(
 ) -> c_int;
 
 /// glibc's mutex entry points, found past this library with `RTLD_NEXT`.
-pub struct Real {
-    pub mutex_init: InitFn,
-    pub mutex_destroy: MutexFn,
-    pub mutex_lock: MutexFn,
-    pub mutex_trylock: MutexFn,
-    pub mutex_unlock: MutexFn,
-    pub mutex_timedlock: TimedFn,
-    pub mutex_clocklock: ClockFn,
+pub(crate) struct Real {
+    pub(crate) mutex_init: InitFn,
+    pub(crate) mutex_destroy: MutexFn,
+    pub(crate) mutex_lock: MutexFn,
+    pub(crate) mutex_trylock: MutexFn,
+    pub(crate) mutex_unlock: MutexFn,
+    pub(crate) mutex_timedlock: TimedFn,
+    pub(crate) mutex_clocklock: ClockFn,
 }
 
 static REAL: OnceLock<Real> = OnceLock::new();
 
 /// glibc's functions; resolved in the constructor, so later calls never
 /// enter the dynamic linker (which may allocate).
-pub fn real() -> &'static Real {
+pub(crate) fn real() -> &'static Real {
     REAL.get_or_init(resolve)
 }
 

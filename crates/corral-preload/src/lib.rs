@@ -10,9 +10,26 @@
 //! corral's monitor leaves the program running on corral's plain locks.
 
 mod cond;
+mod deadline;
 mod init;
 mod lockdispatch;
 mod mutex;
+mod mutex_core;
 mod spin;
 
 pub use corral_runtime::abi;
+
+// The interposed C entry points: exported by name from the cdylib, and
+// callable from Rust through the rlib.
+pub use cond::{
+    pthread_cond_broadcast, pthread_cond_clockwait, pthread_cond_destroy, pthread_cond_init,
+    pthread_cond_signal, pthread_cond_timedwait, pthread_cond_wait,
+};
+pub use mutex::{
+    pthread_mutex_clocklock, pthread_mutex_destroy, pthread_mutex_init, pthread_mutex_lock,
+    pthread_mutex_timedlock, pthread_mutex_trylock, pthread_mutex_unlock,
+};
+pub use spin::{
+    pthread_spin_destroy, pthread_spin_init, pthread_spin_lock, pthread_spin_trylock,
+    pthread_spin_unlock,
+};

@@ -12,7 +12,7 @@ const UNSET: u8 = u8::MAX;
 /// The algorithm of this process: `CORRAL_LOCK`, read once without
 /// allocating (it may be first needed inside a lock call before `main`).
 #[inline]
-pub fn current() -> Algorithm {
+pub(crate) fn current() -> Algorithm {
     let i = ALG.load(Ordering::Relaxed); // Relaxed: every racing reader computes the same value.
     match Algorithm::ALL.get(i as usize) {
         Some(&alg) => alg,
@@ -42,66 +42,24 @@ fn init_from_env() -> Algorithm {
 }
 
 /// Runs `$body` with `$l` bound to the lock of algorithm [`current`] that
-/// serves the mutex whose state begins at `$state`. Every algorithm's lock
-/// fits in [`IN_PLACE_BYTES`] and is unlocked when zeroed, so it lives inside
-/// the caller's pthread object. Contract: `$state` satisfies [`in_place`]'s
-/// safety conditions.
+/// serves the mutex whose state begins at `$state`: corral-locks'
+/// `with_lock_type!` picks the type, [`in_place`] lays it over the state.
+/// Every algorithm's lock fits in [`IN_PLACE_BYTES`] and is unlocked when
+/// zeroed, so it lives inside the caller's pthread object. Contract:
+/// `$state` satisfies [`in_place`]'s safety conditions.
 macro_rules! with_lock {
-    ($state:expr, $l:ident => $body:expr) => {{
-        use corral_locks::*;
-        match $crate::lockdispatch::current() {
-            Algorithm::K42 => {
-                // SAFETY: `$state` is a mutex's state words (the macro's contract).
-                let $l: &K42Lock = unsafe { $crate::lockdispatch::in_place($state) };
-                $body
-            }
-            Algorithm::Tas => {
-                // SAFETY: `$state` is a mutex's state words (the macro's contract).
-                let $l: &TasLock = unsafe { $crate::lockdispatch::in_place($state) };
-                $body
-            }
-            Algorithm::Ttas => {
-                // SAFETY: `$state` is a mutex's state words (the macro's contract).
-                let $l: &TtasLock = unsafe { $crate::lockdispatch::in_place($state) };
-                $body
-            }
-            Algorithm::Ticket => {
-                // SAFETY: `$state` is a mutex's state words (the macro's contract).
-                let $l: &TicketLock = unsafe { $crate::lockdispatch::in_place($state) };
-                $body
-            }
-            Algorithm::TicketBackoff => {
-                // SAFETY: `$state` is a mutex's state words (the macro's contract).
-                let $l: &TicketBackoffLock = unsafe { $crate::lockdispatch::in_place($state) };
-                $body
-            }
-            Algorithm::Mcs => {
-                // SAFETY: `$state` is a mutex's state words (the macro's contract).
-                let $l: &McsLock = unsafe { $crate::lockdispatch::in_place($state) };
-                $body
-            }
-            Algorithm::Clh => {
-                // SAFETY: `$state` is a mutex's state words (the macro's contract).
-                let $l: &ClhLock = unsafe { $crate::lockdispatch::in_place($state) };
-                $body
-            }
-            Algorithm::Futex => {
-                // SAFETY: `$state` is a mutex's state words (the macro's contract).
-                let $l: &FutexLock = unsafe { $crate::lockdispatch::in_place($state) };
-                $body
-            }
-            Algorithm::Adaptive => {
-                // SAFETY: `$state` is a mutex's state words (the macro's contract).
-                let $l: &AdaptiveLock = unsafe { $crate::lockdispatch::in_place($state) };
-                $body
-            }
-        }
-    }};
+    ($state:expr, $l:ident => $body:expr) => {
+        corral_locks::with_lock_type!($crate::lockdispatch::current(), Lock => {
+            // SAFETY: `$state` is a mutex's state words (the macro's contract).
+            let $l: &Lock = unsafe { $crate::lockdispatch::in_place::<Lock>($state) };
+            $body
+        })
+    };
 }
 pub(crate) use with_lock;
 
 /// Bytes of lock state a mutex can hold.
-pub const IN_PLACE_BYTES: usize = 16;
+pub(crate) const IN_PLACE_BYTES: usize = 16;
 
 /// The lock of type `L` stored at `state`.
 ///
@@ -109,7 +67,7 @@ pub const IN_PLACE_BYTES: usize = 16;
 /// `state` points to [`IN_PLACE_BYTES`] bytes of atomics inside a live,
 /// 8-aligned pthread object that corral owns, which outlives `'a`.
 #[inline]
-pub unsafe fn in_place<'a, L>(state: *mut u8) -> &'a L {
+pub(crate) unsafe fn in_place<'a, L>(state: *mut u8) -> &'a L {
     const { assert!(core::mem::size_of::<L>() <= IN_PLACE_BYTES && core::mem::align_of::<L>() <= 8) };
     // SAFETY: the caller's contract; every algorithm's all-zero bytes are
     // its unlocked state, and its fields are atomics like the bytes below.

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use corral_locks::sys::clock::{monotonic_ns, thread_cpu_ns_of as cpu_ns_of};
 use corral_locks::wait::ticks_to_ns;
 use corral_policy::placement::Placement;
 use corral_policy::ssc::{program_key, SliceObs, SscController, ThreadAction, ThreadPolicyState};
@@ -23,7 +24,6 @@ use crate::config::{Policy, RuntimeConfig};
 use crate::events::{Event, EventLog};
 use crate::registry;
 use crate::stats::StatsMap;
-use crate::waiting::{cpu_ns_of, monotonic_ns};
 
 /// What the monitor reads of one thread each tick.
 #[derive(Clone, Copy, Debug)]

@@ -23,6 +23,9 @@
 use corral_locks::wait::{now_ticks, ns_to_ticks, thread_counter};
 use corral_locks::RawLock;
 
+/// The clock reads this module once defined, kept at their old paths.
+pub use corral_locks::sys::clock::{monotonic_ns, thread_cpu_ns, thread_cpu_ns_of as cpu_ns_of};
+
 use crate::registry::{is_managed, on_lock_attempt, spin_before_yield};
 
 /// Polls between two re-checks of the waiter's placement.
@@ -67,33 +70,6 @@ pub fn lock_contended<L: RawLock>(lock: &L, parks: bool) {
         }
     };
     thread_counter().record(waited.max(1));
-}
-
-/// The calling thread's CPU time in nanoseconds.
-pub fn thread_cpu_ns() -> u64 {
-    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID).unwrap_or(0)
-}
-
-/// CPU time of thread `tid` of this process, or `None` once it has exited.
-pub fn cpu_ns_of(tid: i32) -> Option<u64> {
-    // The kernel's MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED).
-    let clock = ((!tid) << 3) | 6;
-    clock_ns(clock)
-}
-
-fn clock_ns(clock: libc::clockid_t) -> Option<u64> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec.
-    let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
-    (rc == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
-}
-
-/// Monotonic wall-clock nanoseconds.
-pub fn monotonic_ns() -> u64 {
-    clock_ns(libc::CLOCK_MONOTONIC).unwrap_or(0)
 }
 
 #[cfg(test)]

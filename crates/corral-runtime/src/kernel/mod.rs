@@ -31,7 +31,7 @@ pub use source::{KernelLockSource, SourceConfig, BPF_OBJECT, BPF_SOURCE_SHA256};
 
 /// CLOCK_MONOTONIC nanoseconds: the clock `bpf_ktime_get_ns` reads, so
 /// user-space times compare with the slice records'.
-pub use crate::waiting::monotonic_ns;
+pub use corral_locks::sys::clock::monotonic_ns;
 
 #[cfg(test)]
 mod live_tests;

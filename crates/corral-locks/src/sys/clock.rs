@@ -1,0 +1,183 @@
+//! Every clock corral reads. The tick counter behind wait timing is the TSC
+//! on x86_64 (paper 1 reads it with `rdtsc` around every lock acquisition,
+//! Algorithm 1) and CLOCK_MONOTONIC nanoseconds elsewhere; the kernel's
+//! clocks (monotonic time, thread CPU time, the clocks of POSIX deadlines)
+//! are read through `clock_gettime`.
+
+use core::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// How long the one-time tick-to-nanosecond calibration samples both clocks.
+pub const CALIBRATION_WINDOW: Duration = Duration::from_millis(5);
+
+/// Nanoseconds per tick as a 32.32 fixed-point number; 0 until calibrated.
+static NS_PER_TICK_Q32: AtomicU64 = AtomicU64::new(0);
+
+/// One reading of `clock`, or `None` where the kernel refuses the clock
+/// (an unknown id, the CPU clock of a thread that has exited).
+#[inline]
+pub fn read(clock: libc::clockid_t) -> Option<libc::timespec> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; a bad clock id is an
+    // error return, nothing worse.
+    let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
+    (rc == 0).then_some(ts)
+}
+
+/// One reading of `clock` in nanoseconds; `None` as for [`read`].
+#[inline]
+pub fn read_ns(clock: libc::clockid_t) -> Option<u64> {
+    read(clock).map(|ts| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
+/// CLOCK_MONOTONIC nanoseconds (the clock `bpf_ktime_get_ns` reads).
+#[inline]
+pub fn monotonic_ns() -> u64 {
+    // Linux always has CLOCK_MONOTONIC; 0 only keeps this total.
+    read_ns(libc::CLOCK_MONOTONIC).unwrap_or(0)
+}
+
+/// The calling thread's CPU time in nanoseconds.
+#[inline]
+pub fn thread_cpu_ns() -> u64 {
+    read_ns(libc::CLOCK_THREAD_CPUTIME_ID).unwrap_or(0)
+}
+
+/// CPU time of thread `tid` of this process in nanoseconds, or `None` once
+/// it has exited.
+pub fn thread_cpu_ns_of(tid: i32) -> Option<u64> {
+    // The kernel's MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED).
+    read_ns(((!tid) << 3) | 6)
+}
+
+/// The clocks an absolute deadline of a POSIX timed wait may be on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeadlineClock {
+    /// CLOCK_REALTIME: wall-clock time, which may jump.
+    Realtime,
+    /// CLOCK_MONOTONIC.
+    Monotonic,
+}
+
+impl DeadlineClock {
+    /// The deadline clock with id `id`; `None` for any other clock.
+    #[inline]
+    pub fn from_id(id: libc::clockid_t) -> Option<Self> {
+        match id {
+            libc::CLOCK_REALTIME => Some(Self::Realtime),
+            libc::CLOCK_MONOTONIC => Some(Self::Monotonic),
+            _ => None,
+        }
+    }
+
+    /// The clock's id.
+    #[inline]
+    pub const fn id(self) -> libc::clockid_t {
+        match self {
+            Self::Realtime => libc::CLOCK_REALTIME,
+            Self::Monotonic => libc::CLOCK_MONOTONIC,
+        }
+    }
+
+    /// Now on this clock (both always exist; zero only keeps this total).
+    #[inline]
+    pub fn now(self) -> libc::timespec {
+        read(self.id()).unwrap_or(libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        })
+    }
+}
+
+/// The current tick count: TSC cycles on x86_64, monotonic ns elsewhere.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+pub fn now_ticks() -> u64 {
+    // SAFETY: `rdtsc` is available on every x86_64 CPU and has no side effects.
+    #[allow(unused_unsafe)]
+    unsafe {
+        core::arch::x86_64::_rdtsc()
+    }
+}
+
+/// The current tick count: TSC cycles on x86_64, monotonic ns elsewhere.
+#[cfg(not(target_arch = "x86_64"))]
+#[inline]
+pub fn now_ticks() -> u64 {
+    monotonic_ns()
+}
+
+/// Converts ticks to nanoseconds. The first call on x86_64 calibrates the
+/// TSC against CLOCK_MONOTONIC for [`CALIBRATION_WINDOW`] (thread-safe, no
+/// allocation; racing first callers each calibrate and store a valid value).
+#[inline]
+pub fn ticks_to_ns(ticks: u64) -> u64 {
+    ((u128::from(ticks) * u128::from(ns_per_tick_q32())) >> 32) as u64
+}
+
+/// Converts nanoseconds to ticks (the inverse of [`ticks_to_ns`]).
+#[inline]
+pub fn ns_to_ticks(ns: u64) -> u64 {
+    ((u128::from(ns) << 32) / u128::from(ns_per_tick_q32().max(1))) as u64
+}
+
+#[inline]
+fn ns_per_tick_q32() -> u64 {
+    if cfg!(not(target_arch = "x86_64")) {
+        return 1 << 32;
+    }
+    match NS_PER_TICK_Q32.load(Ordering::Relaxed) {
+        0 => calibrate(),
+        scale => scale,
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn calibrate() -> u64 {
+    let window = CALIBRATION_WINDOW.as_nanos() as u64;
+    let start = monotonic_ns();
+    let start_ticks = now_ticks();
+    let mut elapsed = monotonic_ns().saturating_sub(start);
+    while elapsed < window {
+        core::hint::spin_loop();
+        elapsed = monotonic_ns().saturating_sub(start);
+    }
+    let ticks = now_ticks().wrapping_sub(start_ticks).max(1);
+    let scale =
+        ((u128::from(elapsed) << 32) / u128::from(ticks)).clamp(1, u128::from(u64::MAX)) as u64;
+    // Relaxed: a plain value; every racing calibration stores a valid one.
+    NS_PER_TICK_Q32.store(scale, Ordering::Relaxed);
+    scale
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn monotonic_and_cpu_clocks_advance() {
+        let (t0, c0) = (monotonic_ns(), thread_cpu_ns());
+        let mut x = 0u64;
+        while thread_cpu_ns() < c0 + 1_000_000 {
+            x = core::hint::black_box(x.wrapping_add(1));
+        }
+        assert!(monotonic_ns() > t0);
+        // SAFETY: gettid has no preconditions.
+        let me = unsafe { libc::gettid() };
+        assert!(thread_cpu_ns_of(me).unwrap_or(0) >= 1_000_000);
+    }
+
+    #[test]
+    fn deadline_clocks_are_the_two_posix_ones() {
+        for c in [DeadlineClock::Realtime, DeadlineClock::Monotonic] {
+            assert_eq!(DeadlineClock::from_id(c.id()), Some(c));
+            assert!(c.now().tv_sec > 0);
+        }
+        assert_eq!(DeadlineClock::from_id(libc::CLOCK_THREAD_CPUTIME_ID), None);
+        assert!(read(999).is_none());
+    }
+}
