@@ -71,30 +71,6 @@ fn with_descendants(pid: i32) -> Vec<i32> {
     out
 }
 
-/// `--cpuset-partition` needs the cpuset controller on the cgroup v2
-/// hierarchy; says in one line why it cannot be used where it is absent.
-pub fn check_cpuset_partition() -> Result<(), CliError> {
-    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
-    let Some(root) = mounts.lines().find_map(|l| {
-        let mut f = l.split_whitespace();
-        let (_, dir, fstype) = (f.next()?, f.next()?, f.next()?);
-        (fstype == "cgroup2").then(|| dir.to_string())
-    }) else {
-        return Err(CliError(
-            "--cpuset-partition: no cgroup v2 hierarchy mounted; run without it to use affinity"
-                .into(),
-        ));
-    };
-    let controllers =
-        std::fs::read_to_string(format!("{root}/cgroup.controllers")).unwrap_or_default();
-    if !controllers.split_whitespace().any(|c| c == "cpuset") {
-        return Err(CliError(format!(
-            "--cpuset-partition: the cgroup v2 hierarchy at {root} has no cpuset controller (it is bound to cgroup v1 here); run without it to use affinity"
-        )));
-    }
-    Err(CliError("--cpuset-partition: cpuset partitions are not supported yet; run without it to use affinity".into()))
-}
-
 pub fn run(args: AttachArgs) -> Result<(), CliError> {
     if !alive(args.pid) {
         return Err(CliError(format!("--pid: no running process {}", args.pid)));

@@ -26,10 +26,6 @@ pub struct KernelOptions {
     /// warm-up, refinement, growth or classification memory).
     #[arg(long)]
     pub paper_2013: bool,
-    /// Separate the SSC and the other cores as cgroup v2 cpuset partitions
-    /// (two scheduling domains) instead of by affinity alone.
-    #[arg(long)]
-    pub cpuset_partition: bool,
 }
 
 /// Flags of `corral run` for kernel locks.
@@ -77,9 +73,6 @@ fn ssc_order() -> Result<Vec<u32>, CliError> {
 /// [`KernelRun::track`]. `Ok(None)` without `--kernel-locks`. A refusal
 /// (not root, no BTF, tracepoints missing, BPF refused) is one line.
 pub fn prepare(options: &KernelOptions) -> Result<Option<KernelRun>, CliError> {
-    if options.cpuset_partition {
-        crate::cmd::attach::check_cpuset_partition()?;
-    }
     let config = SourceConfig {
         kinds: options.kernel_lock_kinds,
         follow_forks: !options.no_follow_forks,
