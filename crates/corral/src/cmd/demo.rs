@@ -6,7 +6,7 @@
 use corral_locks::Algorithm;
 use serde::Serialize;
 
-use super::bench_counter::{measure, print_table, throughput_of, BenchPolicy, CounterPoint};
+use super::bench::counter::{measure, print_table, throughput_of, BenchPolicy, CounterPoint};
 use crate::CliError;
 
 /// Arguments of `corral demo`.

@@ -25,8 +25,8 @@ pub struct BenchLocksArgs {
     pub algs: AlgList,
     /// Thread counts for the throughput case, e.g. `1,2,4,8,16` or `1..4`.
     #[arg(long, value_name = "LIST", default_value = "1,2,4,8,16",
-          value_parser = super::lists::parse_count_list)]
-    pub threads: super::lists::Counts,
+          value_parser = crate::cmd::lists::parse_count_list)]
+    pub threads: crate::cmd::lists::Counts,
     /// Length of each throughput point.
     #[arg(long, value_name = "MS", default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..))]
     pub duration_ms: u64,

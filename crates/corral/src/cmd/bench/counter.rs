@@ -7,8 +7,8 @@ use corral_locks::Algorithm;
 use corral_runtime::config::{Policy, RuntimeConfig};
 use serde::Serialize;
 
-use super::bench_worker::WorkerResult;
-use super::launch::{find_preload, launch, Output};
+use super::worker::WorkerResult;
+use crate::cmd::launch::{find_preload, launch, Output};
 use crate::CliError;
 
 /// Arguments of `corral bench counter`.
@@ -18,10 +18,10 @@ pub struct BenchCounterArgs {
     #[arg(long, default_value = "counter", value_parser = ["counter", "list", "counters"])]
     pub workload: String,
     /// Thread counts.
-    #[arg(long, value_name = "LIST", default_value = "1,2,4,8,16", value_parser = super::lists::parse_count_list)]
-    pub threads: super::lists::Counts,
+    #[arg(long, value_name = "LIST", default_value = "1,2,4,8,16", value_parser = crate::cmd::lists::parse_count_list)]
+    pub threads: crate::cmd::lists::Counts,
     /// Lock algorithm for policies `none` and `lca`.
-    #[arg(long = "lock", value_name = "ALG", default_value = "ticket", value_parser = super::run::parse_alg)]
+    #[arg(long = "lock", value_name = "ALG", default_value = "ticket", value_parser = crate::cmd::run::parse_alg)]
     pub lock: Algorithm,
     /// Policies: `glibc` (no corral), `none`, `lca`.
     #[arg(long = "policy", value_name = "LIST", default_value = "glibc,none,lca", value_parser = parse_policies)]

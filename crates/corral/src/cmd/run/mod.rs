@@ -2,17 +2,18 @@
 //! locks (LD_PRELOAD) and the SSC policy, then reports each thread's lock
 //! wait share, the SSC size over time and every decision.
 
+mod report;
+
 use std::path::{Path, PathBuf};
 
 use corral_locks::Algorithm;
 use corral_runtime::config::{self, Policy, RuntimeConfig};
 use corral_runtime::events::{read_log, Event};
-use corral_runtime::stats::StatsSnapshot;
-use serde::Serialize;
 
+use super::kernel_opts::{prepare, KernelOptions};
 use super::launch::{exit_code, find_preload, launch_observed, resolve_program, Output};
 use crate::CliError;
-use corral_runtime::kernel::KernelReport;
+use report::{build_report, summary};
 
 /// Arguments of `corral run`.
 #[derive(clap::Args)]
@@ -59,9 +60,13 @@ pub struct RunArgs {
     /// No summary on stderr at exit.
     #[arg(long)]
     pub quiet: bool,
-    /// Kernel-lock options (`--kernel-locks`, ...).
+    /// Measure PROG's kernel lock waiting with BPF (root; Linux 5.19+) and
+    /// confine its lock-intensive threads to the SSC by affinity.
+    #[arg(long)]
+    pub kernel_locks: bool,
+    /// The kernel-lock options `corral attach` shares.
     #[command(flatten)]
-    pub kernel: super::run_kernel::KernelArgs,
+    pub kernel: KernelOptions,
     /// The program and its arguments.
     #[arg(last = true, required = true, value_name = "PROG")]
     pub prog: Vec<String>,
@@ -82,7 +87,7 @@ impl RunArgs {
     pub fn config(&self) -> Result<RuntimeConfig, CliError> {
         // One SSC controller per run: with --kernel-locks the kernel monitor
         // places threads, so the user-space side only measures unless told.
-        let default_policy = if self.kernel.kernel_locks {
+        let default_policy = if self.kernel_locks {
             Policy::None
         } else {
             Policy::Lca
@@ -141,40 +146,6 @@ impl RunArgs {
     }
 }
 
-/// One thread in the report.
-#[derive(Serialize)]
-pub struct ThreadReport {
-    pub tid: i32,
-    pub wait_share: f64,
-    pub lock_intensive: bool,
-    pub wait_ns: u64,
-    pub cpu_ns: u64,
-    pub contended: u64,
-    pub slices: u64,
-}
-
-/// The SSC size from a point in time on.
-#[derive(Serialize)]
-pub struct SscPoint {
-    pub t_ms: f64,
-    pub bound: u32,
-}
-
-/// `--report`'s document.
-#[derive(Serialize)]
-pub struct RunReport {
-    pub policy: Policy,
-    pub lock: Algorithm,
-    pub exit_code: i32,
-    pub threads: Vec<ThreadReport>,
-    pub ssc: Vec<SscPoint>,
-    pub decisions: Vec<Event>,
-    /// With `--kernel-locks`: kernel lock waiting per thread and slice, the
-    /// SSC decisions and the affinity applied (read back).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub kernel: Option<KernelReport>,
-}
-
 pub fn run(args: RunArgs) -> Result<(), CliError> {
     let cfg = args.config()?;
     let prog_name = &args.prog[0];
@@ -194,7 +165,11 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
     };
     // Loaded before the spawn so that none of the child's early forks is
     // missed; a refusal stops here, before PROG starts.
-    let kernel = super::run_kernel::before_spawn(&args.kernel)?;
+    let kernel = if args.kernel_locks {
+        Some(prepare(&args.kernel)?)
+    } else {
+        None
+    };
     let (outcome, _) = launch_observed(
         &cfg,
         Some(&preload),
@@ -230,103 +205,4 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
 
 fn read_events(path: &Path) -> Vec<Event> {
     read_log(path).unwrap_or_default()
-}
-
-/// The report from the final stats and the decision log.
-pub fn build_report(
-    cfg: &RuntimeConfig,
-    exit_code: i32,
-    stats: Option<&StatsSnapshot>,
-    events: Vec<Event>,
-) -> RunReport {
-    let qualified: Vec<i32> = events
-        .iter()
-        .filter_map(|e| {
-            if let Event::Qualified { tid, .. } = e {
-                Some(*tid)
-            } else {
-                None
-            }
-        })
-        .collect();
-    let threads = stats
-        .map(|s| {
-            s.threads
-                .iter()
-                .map(|t| ThreadReport {
-                    tid: t.tid,
-                    wait_share: t.wait_share,
-                    lock_intensive: t.lock_intensive || qualified.contains(&t.tid),
-                    wait_ns: t.wait_ns,
-                    cpu_ns: t.cpu_ns,
-                    contended: t.contended,
-                    slices: t.slices,
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let mut ssc = Vec::new();
-    for e in &events {
-        match e {
-            Event::Start { t_ms, bound, .. } => ssc.push(SscPoint {
-                t_ms: *t_ms,
-                bound: *bound,
-            }),
-            Event::Decision {
-                t_ms,
-                bound_before,
-                bound_after,
-                ..
-            } if bound_before != bound_after => ssc.push(SscPoint {
-                t_ms: *t_ms,
-                bound: *bound_after,
-            }),
-            _ => {}
-        }
-    }
-    let decisions = events
-        .into_iter()
-        .filter(|e| !matches!(e, Event::Start { .. }))
-        .collect();
-    RunReport {
-        policy: cfg.policy,
-        lock: cfg.lock,
-        exit_code,
-        threads,
-        ssc,
-        decisions,
-        kernel: None,
-    }
-}
-
-/// The human summary printed at exit.
-pub fn summary(r: &RunReport, stats: Option<&StatsSnapshot>) -> String {
-    let Some(stats) = stats else {
-        return format!(
-            "corral: policy {}, lock {}: exit {}; no stats (the runtime did not start)",
-            r.policy.name(),
-            r.lock,
-            r.exit_code
-        );
-    };
-    let intensive = r.threads.iter().filter(|t| t.lock_intensive).count();
-    let mut top: Vec<&ThreadReport> = r.threads.iter().collect();
-    top.sort_by(|a, b| b.wait_share.total_cmp(&a.wait_share));
-    let shares: Vec<String> = top
-        .iter()
-        .take(4)
-        .map(|t| format!("{}:{:.1}%", t.tid, 100.0 * t.wait_share))
-        .collect();
-    let bound = stats.ssc_bound.to_string();
-    format!(
-        "corral: policy {}, lock {}: {} threads locked, {} lock-intensive; SSC size {}; {} decisions; \
-         highest wait shares {}",
-        r.policy.name(),
-        r.lock,
-        r.threads.len(),
-        intensive,
-        if r.policy == Policy::None { "none".to_string() } else { bound },
-        r.decisions.len(),
-        if shares.is_empty() { "-".to_string() } else { shares.join(" ") }
-    )
 }
