@@ -27,6 +27,21 @@ impl From<std::io::Error> for CliError {
     }
 }
 
+/// A configuration variable's error as is: it names the variable. `corral
+/// run` names its own flag instead (see `RunArgs::config`).
+impl From<corral_runtime::config::ConfigError> for CliError {
+    fn from(e: corral_runtime::config::ConfigError) -> Self {
+        CliError(e.to_string())
+    }
+}
+
+/// Writing a report as JSON.
+impl From<serde_json::Error> for CliError {
+    fn from(e: serde_json::Error) -> Self {
+        CliError(e.to_string())
+    }
+}
+
 /// Prints clap's help/version as usual; any parse error as its first line
 /// only (clap's line already names the flag, the value and the reason), then
 /// exits 2.

@@ -90,15 +90,12 @@ pub fn run(args: AttachArgs) -> Result<(), CliError> {
     }
     let report = session.finish();
     if let Some(path) = &args.report {
-        let json = serde_json::to_string_pretty(&report).map_err(|e| CliError(e.to_string()))?;
+        let json = serde_json::to_string_pretty(&report)?;
         std::fs::write(path, json)
             .map_err(|e| CliError(format!("--report {}: {e}", path.display())))?;
     }
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).map_err(|e| CliError(e.to_string()))?
-        );
+        println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         print_report(&report);
     }

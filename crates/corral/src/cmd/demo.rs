@@ -17,7 +17,7 @@ pub struct DemoArgs {
           value_parser = super::lists::parse_count_list)]
     pub threads: super::lists::Counts,
     /// Lock algorithm of the corral columns.
-    #[arg(long = "lock", value_name = "ALG", default_value = "ticket", value_parser = super::run::parse_alg)]
+    #[arg(long = "lock", value_name = "ALG", default_value = "ticket")]
     pub lock: Algorithm,
     /// Length of each point.
     #[arg(long, value_name = "MS", default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..))]
@@ -62,10 +62,7 @@ pub fn run(args: DemoArgs) -> Result<(), CliError> {
             points,
             verdict,
         };
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&doc).map_err(|e| CliError(e.to_string()))?
-        );
+        println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(());
     }
     print_table(&points, &args.threads, &POLICIES);

@@ -14,7 +14,7 @@ use crate::CliError;
 pub struct KernelOptions {
     /// Kernel lock kinds whose waiting counts: spin, mutex, rwsem, rtmutex
     /// (comma-separated) or all. Paper 1 counts spin locks only.
-    #[arg(long, value_name = "LIST", default_value = "spin", value_parser = parse_kinds)]
+    #[arg(long, value_name = "LIST", default_value = "spin")]
     pub kernel_lock_kinds: LockKinds,
     /// Do not follow the processes the program forks.
     #[arg(long)]
@@ -26,10 +26,6 @@ pub struct KernelOptions {
     /// warm-up, refinement, growth or classification memory).
     #[arg(long)]
     pub paper_2013: bool,
-}
-
-fn parse_kinds(s: &str) -> Result<LockKinds, String> {
-    s.parse()
 }
 
 /// A running kernel-lock session of `corral run` or `corral attach`.

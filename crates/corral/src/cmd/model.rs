@@ -109,10 +109,7 @@ pub fn run(args: ModelArgs) -> Result<(), CliError> {
         peak: peak(&points),
     };
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string(&report).map_err(|e| CliError(e.to_string()))?
-        );
+        println!("{}", serde_json::to_string(&report)?);
         return Ok(());
     }
     println!("{:>6} {:>9}", "cores", "speedup");

@@ -21,7 +21,7 @@ pub struct BenchCounterArgs {
     #[arg(long, value_name = "LIST", default_value = "1,2,4,8,16", value_parser = crate::cmd::lists::parse_count_list)]
     pub threads: crate::cmd::lists::Counts,
     /// Lock algorithm for policies `none` and `lca`.
-    #[arg(long = "lock", value_name = "ALG", default_value = "ticket", value_parser = crate::cmd::run::parse_alg)]
+    #[arg(long = "lock", value_name = "ALG", default_value = "ticket")]
     pub lock: Algorithm,
     /// Policies: `glibc` (no corral), `none`, `lca`.
     #[arg(long = "policy", value_name = "LIST", default_value = "glibc,none,lca", value_parser = parse_policies)]
@@ -218,10 +218,7 @@ pub fn run(args: BenchCounterArgs) -> Result<(), CliError> {
     )?;
     if args.json {
         let doc = CounterReport { points };
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&doc).map_err(|e| CliError(e.to_string()))?
-        );
+        println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         print_table(&points, &args.threads, policies);
     }

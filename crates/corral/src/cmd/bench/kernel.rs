@@ -322,7 +322,7 @@ fn result(
 
 pub fn run(args: BenchKernelArgs) -> Result<(), CliError> {
     let mut report = BenchKernelReport {
-        shape: serde_json::to_value(args.shape()).map_err(|e| CliError(e.to_string()))?,
+        shape: serde_json::to_value(args.shape())?,
         results: Vec::new(),
     };
     for bench in args.selected() {
@@ -341,10 +341,7 @@ pub fn run(args: BenchKernelArgs) -> Result<(), CliError> {
         report.results.push(run_one(&args, bench)?);
     }
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).map_err(|e| CliError(e.to_string()))?
-        );
+        println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
     }
     println!(

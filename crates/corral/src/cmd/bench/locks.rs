@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use corral_locks::{with_lock_type, Algorithm, Timed};
+use corral_locks::{with_lock_type, Algorithm, Timed, UnknownAlgorithm};
 use serde::Serialize;
 
 use crate::lockbench;
@@ -44,13 +44,13 @@ pub struct BenchLocksArgs {
 #[derive(Clone)]
 pub struct AlgList(pub Vec<Algorithm>);
 
-fn parse_algorithms(s: &str) -> Result<AlgList, String> {
+fn parse_algorithms(s: &str) -> Result<AlgList, UnknownAlgorithm> {
     if s.trim() == "all" {
         return Ok(AlgList(Algorithm::ALL.to_vec()));
     }
     let mut out = Vec::new();
     for item in s.split(',') {
-        let alg: Algorithm = item.trim().parse().map_err(|e| format!("{e}"))?;
+        let alg: Algorithm = item.trim().parse()?;
         if !out.contains(&alg) {
             out.push(alg);
         }
@@ -201,10 +201,7 @@ pub fn throughput_points(
 pub fn run(args: BenchLocksArgs) -> Result<(), CliError> {
     let report = measure(&args, !args.json);
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).map_err(|e| CliError(e.to_string()))?
-        );
+        println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
     }
     print_tables(&report);

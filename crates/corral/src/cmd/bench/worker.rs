@@ -150,9 +150,6 @@ pub fn run(args: WorkerArgs) -> Result<(), CliError> {
         ops: total.load(Ordering::Relaxed),
         seconds,
     };
-    println!(
-        "{}",
-        serde_json::to_string(&result).map_err(|e| CliError(e.to_string()))?
-    );
+    println!("{}", serde_json::to_string(&result)?);
     Ok(())
 }

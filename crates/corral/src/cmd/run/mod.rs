@@ -22,10 +22,10 @@ pub struct RunArgs {
     /// corral's locks and measurement without confinement (the control).
     /// Default: `lca`, or `none` with --kernel-locks (whose monitor then
     /// does the placing).
-    #[arg(long, value_parser = parse_policy)]
+    #[arg(long)]
     pub policy: Option<Policy>,
     /// Lock algorithm replacing pthread mutexes.
-    #[arg(long = "lock", value_name = "ALG", default_value = "ticket", value_parser = parse_alg)]
+    #[arg(long = "lock", value_name = "ALG", default_value = "ticket")]
     pub lock: Algorithm,
     /// Lock-intensive threshold T: the wait share that qualifies a thread (paper 1: 0.10).
     #[arg(long, value_name = "SHARE")]
@@ -72,18 +72,49 @@ pub struct RunArgs {
     pub prog: Vec<String>,
 }
 
-pub(crate) fn parse_policy(s: &str) -> Result<Policy, String> {
-    Policy::parse(s)
-}
+/// A tuning flag of `corral run`, the configuration variable it sets, and
+/// its value as text when given.
+type Tuning = (&'static str, &'static str, Option<String>);
 
-pub(crate) fn parse_alg(s: &str) -> Result<Algorithm, String> {
-    s.parse()
-        .map_err(|e: corral_locks::UnknownAlgorithm| e.to_string())
+fn text<T: ToString>(v: Option<T>) -> Option<String> {
+    v.map(|v| v.to_string())
 }
 
 impl RunArgs {
+    /// Every tuning flag with its variable, in one table: the values go to
+    /// the preload library's parser, and its error's key leads back to the
+    /// flag.
+    fn tuning(&self) -> [Tuning; 8] {
+        [
+            ("--threshold", config::ENV_THRESHOLD, text(self.threshold)),
+            ("--slice-us", config::ENV_SLICE_US, text(self.slice_us)),
+            ("--tick-us", config::ENV_TICK_US, text(self.tick_us)),
+            (
+                "--confirmations",
+                config::ENV_CONFIRMATIONS,
+                text(self.confirmations),
+            ),
+            (
+                "--research-ms",
+                config::ENV_RESEARCH_MS,
+                text(self.research_ms),
+            ),
+            ("--max-ssc", config::ENV_MAX_SSC, text(self.max_ssc)),
+            (
+                "--no-migrate-back",
+                config::ENV_MIGRATE_BACK,
+                self.no_migrate_back.then(|| "0".to_string()),
+            ),
+            (
+                "--spin-before-yield",
+                config::ENV_SPIN_BEFORE_YIELD,
+                text(self.spin_before_yield),
+            ),
+        ]
+    }
+
     /// The runtime configuration the flags describe, validated by the same
-    /// parser the preload library uses.
+    /// parser the preload library uses; an error names the flag.
     pub fn config(&self) -> Result<RuntimeConfig, CliError> {
         // One SSC controller per run: with --kernel-locks the kernel monitor
         // places threads, so the user-space side only measures unless told.
@@ -96,52 +127,28 @@ impl RunArgs {
             policy: self.policy.unwrap_or(default_policy),
             lock: self.lock,
             ..RuntimeConfig::default()
+        }
+        .to_env();
+        let tuning = self.tuning();
+        let given = |k: &str| {
+            tuning
+                .iter()
+                .find(|(_, key, _)| *key == k)
+                .and_then(|(_, _, value)| value.clone())
         };
-        let mut env: Vec<(&str, String)> = base.to_env();
-        let mut set = |k: &'static str, v: Option<String>| {
-            if let Some(v) = v {
-                env.retain(|(key, _)| *key != k);
-                env.push((k, v));
-            }
-        };
-        set(config::ENV_THRESHOLD, self.threshold.map(|v| v.to_string()));
-        set(config::ENV_SLICE_US, self.slice_us.map(|v| v.to_string()));
-        set(config::ENV_TICK_US, self.tick_us.map(|v| v.to_string()));
-        set(
-            config::ENV_CONFIRMATIONS,
-            self.confirmations.map(|v| v.to_string()),
-        );
-        set(
-            config::ENV_RESEARCH_MS,
-            self.research_ms.map(|v| v.to_string()),
-        );
-        set(config::ENV_MAX_SSC, self.max_ssc.map(|v| v.to_string()));
-        set(
-            config::ENV_MIGRATE_BACK,
-            self.no_migrate_back.then(|| "0".to_string()),
-        );
-        set(
-            config::ENV_SPIN_BEFORE_YIELD,
-            self.spin_before_yield.map(|v| v.to_string()),
-        );
-        RuntimeConfig::from_lookup(|k| {
-            env.iter()
+        let from_base = |k: &str| {
+            base.iter()
                 .find(|(key, _)| *key == k)
                 .map(|(_, v)| v.clone())
-        })
-        .map_err(|e| {
-            let flag = e
-                .split(':')
-                .next()
-                .unwrap_or("")
-                .trim_start_matches("CORRAL_")
-                .to_lowercase()
-                .replace('_', "-");
-            CliError(format!(
-                "--{flag}{}",
-                e.split_once(':')
-                    .map_or(String::new(), |(_, rest)| format!(":{rest}"))
-            ))
+        };
+        RuntimeConfig::from_lookup(|k| given(k).or_else(|| from_base(k))).map_err(|e| match tuning
+            .iter()
+            .find(|(_, key, _)| *key == e.key)
+        {
+            Some((flag, ..)) => {
+                CliError::bad_value(flag, &e.value, &format!("expected {}", e.expected))
+            }
+            None => e.into(),
         })
     }
 }
@@ -196,7 +203,7 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
         eprintln!("{}", summary(&report, outcome.stats.as_ref()));
     }
     if let Some(path) = &args.report {
-        let text = serde_json::to_string_pretty(&report).map_err(|e| CliError(e.to_string()))?;
+        let text = serde_json::to_string_pretty(&report)?;
         std::fs::write(path, text + "\n")
             .map_err(|e| CliError(format!("--report {}: {e}", path.display())))?;
     }
@@ -205,4 +212,63 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
 
 fn read_events(path: &Path) -> Vec<Event> {
     read_log(path).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{CommandFactory, Parser};
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    fn config(flags: &[&str]) -> Result<RuntimeConfig, CliError> {
+        let argv = ["corral"].iter().chain(flags).chain(&["--", "true"]);
+        Cli::try_parse_from(argv).unwrap().run.config()
+    }
+
+    #[test]
+    fn every_tuning_flag_exists() {
+        let cmd = Cli::command();
+        let longs: Vec<&str> = cmd.get_arguments().filter_map(|a| a.get_long()).collect();
+        let args = Cli::try_parse_from(["corral", "--", "true"]).unwrap().run;
+        for (flag, _, _) in args.tuning() {
+            assert!(longs.contains(&&flag[2..]), "{flag} is not a flag");
+        }
+    }
+
+    #[test]
+    fn a_bad_value_names_its_flag() {
+        assert_eq!(
+            config(&["--slice-us", "10"]).unwrap_err().0,
+            "--slice-us: invalid value '10': expected microseconds >= 100"
+        );
+        assert!(config(&["--threshold", "1.5"])
+            .unwrap_err()
+            .0
+            .starts_with("--threshold: "));
+        assert_eq!(
+            config(&["--confirmations", "3"]).unwrap().ssc.confirmations,
+            3
+        );
+    }
+
+    #[test]
+    fn overflowing_durations_name_the_flag() {
+        for (flag, value) in [
+            ("--slice-us", u64::MAX),
+            ("--tick-us", u64::MAX / 1_000 + 1),
+            ("--research-ms", u64::MAX),
+        ] {
+            let e = config(&[flag, &value.to_string()]).unwrap_err().0;
+            assert!(
+                e.starts_with(&format!("{flag}: invalid value '{value}'")),
+                "{e}"
+            );
+            assert!(e.contains("overflows"), "{e}");
+        }
+    }
 }
