@@ -7,7 +7,7 @@ mod lockbench;
 
 use clap::{Parser, Subcommand};
 
-pub use error::CliError;
+use error::CliError;
 
 /// corral keeps multithreaded programs from collapsing under lock contention.
 ///

@@ -12,21 +12,21 @@ use crate::CliError;
 
 /// Arguments of `corral attach`.
 #[derive(clap::Args)]
-pub struct AttachArgs {
+pub(crate) struct AttachArgs {
     /// The process to measure and place.
     #[arg(long, value_name = "PID", value_parser = clap::value_parser!(i32).range(1..))]
-    pub pid: i32,
+    pub(crate) pid: i32,
     /// Stop after this long even if the process still runs.
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
-    pub duration_ms: Option<u64>,
+    pub(crate) duration_ms: Option<u64>,
     /// Write the full report as JSON to FILE.
     #[arg(long, value_name = "FILE")]
-    pub report: Option<PathBuf>,
+    pub(crate) report: Option<PathBuf>,
     /// Print the report as JSON instead of tables.
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
     #[command(flatten)]
-    pub options: KernelOptions,
+    pub(crate) options: KernelOptions,
 }
 
 /// Live and not a zombie.
@@ -74,7 +74,9 @@ fn with_descendants(pid: i32) -> Vec<i32> {
     out
 }
 
-pub fn run(args: AttachArgs) -> Result<(), CliError> {
+/// Measures and places `--pid` until it exits or `--duration-ms` passes,
+/// then prints the report.
+pub(crate) fn run(args: AttachArgs) -> Result<(), CliError> {
     if !alive(args.pid) {
         return Err(CliError(format!("--pid: no running process {}", args.pid)));
     }
@@ -112,7 +114,7 @@ fn quantile(shares: &[f32], q: f64) -> f64 {
 
 /// Prints a session's report for a person: per thread its kernel lock-wait
 /// share, the SSC decisions and the affinity applied (read back).
-pub fn print_report(r: &KernelReport) {
+fn print_report(r: &KernelReport) {
     println!(
         "kernel locks ({}): {} slices over {:.2} s, overall wait share {:.1}%, {} dropped; SSC order {:?}",
         r.kinds.join(","),

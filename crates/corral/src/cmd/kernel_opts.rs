@@ -11,36 +11,36 @@ use crate::CliError;
 
 /// Flags shared by `corral run --kernel-locks` and `corral attach`.
 #[derive(clap::Args, Clone, Debug, Default)]
-pub struct KernelOptions {
+pub(crate) struct KernelOptions {
     /// Kernel lock kinds whose waiting counts: spin, mutex, rwsem, rtmutex
     /// (comma-separated) or all. Paper 1 counts spin locks only.
     #[arg(long, value_name = "LIST", default_value = "spin")]
-    pub kernel_lock_kinds: LockKinds,
+    pub(crate) kernel_lock_kinds: LockKinds,
     /// Do not follow the processes the program forks.
     #[arg(long)]
-    pub no_follow_forks: bool,
+    pub(crate) no_follow_forks: bool,
     /// Measure and decide, but leave every thread's affinity alone.
     #[arg(long)]
-    pub observe_only: bool,
+    pub(crate) observe_only: bool,
     /// Run the SSC controller exactly as published in 2013 (no migrate-back,
     /// warm-up, refinement, growth or classification memory).
     #[arg(long)]
-    pub paper_2013: bool,
+    pub(crate) paper_2013: bool,
 }
 
 /// A running kernel-lock session of `corral run` or `corral attach`.
-pub struct KernelRun {
+pub(crate) struct KernelRun {
     session: KernelSession,
 }
 
 impl KernelRun {
     /// Measures process `pid` (and, unless told not to, its children).
-    pub fn track(&self, pid: i32) {
+    pub(crate) fn track(&self, pid: i32) {
         self.session.track(pid as u32);
     }
 
     /// Stops and returns the report part (`"kernel"` in `--report`).
-    pub fn finish(self) -> KernelReport {
+    pub(crate) fn finish(self) -> KernelReport {
         self.session.finish()
     }
 }
@@ -57,7 +57,7 @@ fn ssc_order() -> Result<Vec<u32>, CliError> {
 /// it before spawning the program so no early fork is missed, then
 /// [`KernelRun::track`]. A refusal (not root, no BTF, tracepoints missing,
 /// BPF refused) is one line.
-pub fn prepare(options: &KernelOptions) -> Result<KernelRun, CliError> {
+pub(crate) fn prepare(options: &KernelOptions) -> Result<KernelRun, CliError> {
     let config = SourceConfig {
         kinds: options.kernel_lock_kinds,
         follow_forks: !options.no_follow_forks,

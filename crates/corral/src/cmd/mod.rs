@@ -2,12 +2,12 @@
 //! `launch` starts a program under the preload library, and `kernel_opts`
 //! holds the kernel-lock options `run` and `attach` share.
 
-pub mod attach;
-pub mod bench;
-pub mod demo;
-pub mod kernel_opts;
-pub mod launch;
-pub mod lists;
-pub mod model;
-pub mod run;
-pub mod sim;
+pub(crate) mod attach;
+pub(crate) mod bench;
+pub(crate) mod demo;
+pub(crate) mod kernel_opts;
+pub(crate) mod launch;
+pub(crate) mod lists;
+pub(crate) mod model;
+pub(crate) mod run;
+pub(crate) mod sim;

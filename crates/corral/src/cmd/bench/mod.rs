@@ -1,15 +1,16 @@
 //! `corral bench ...`: benchmarks that measure; each compares ratios taken
 //! side by side in one run.
 
-pub mod counter;
+pub(crate) mod counter;
 mod kernel;
 mod locks;
 mod worker;
 
 use crate::CliError;
 
+/// The `corral bench` subcommands.
 #[derive(clap::Subcommand)]
-pub enum BenchCommand {
+pub(crate) enum BenchCommand {
     /// The lock algorithms: uncontended cost, cross-core handoff, throughput
     /// versus threads (paper 3's microbenchmark), instrumentation overhead.
     Locks(locks::BenchLocksArgs),
@@ -23,7 +24,8 @@ pub enum BenchCommand {
     Worker(worker::WorkerArgs),
 }
 
-pub fn run(cmd: BenchCommand) -> Result<(), CliError> {
+/// Runs one benchmark subcommand.
+pub(crate) fn run(cmd: BenchCommand) -> Result<(), CliError> {
     match cmd {
         BenchCommand::Locks(args) => locks::run(args),
         BenchCommand::Kernel(args) => kernel::run(args),

@@ -17,59 +17,59 @@ use report::{build_report, summary};
 
 /// Arguments of `corral run`.
 #[derive(clap::Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// `lca` confines lock-intensive threads to the SSC; `none` keeps
     /// corral's locks and measurement without confinement (the control).
     /// Default: `lca`, or `none` with --kernel-locks (whose monitor then
     /// does the placing).
     #[arg(long)]
-    pub policy: Option<Policy>,
+    pub(crate) policy: Option<Policy>,
     /// Lock algorithm replacing pthread mutexes.
     #[arg(long = "lock", value_name = "ALG", default_value = "ticket")]
-    pub lock: Algorithm,
+    pub(crate) lock: Algorithm,
     /// Lock-intensive threshold T: the wait share that qualifies a thread (paper 1: 0.10).
     #[arg(long, value_name = "SHARE")]
-    pub threshold: Option<f64>,
+    pub(crate) threshold: Option<f64>,
     /// Accounting window, in microseconds of thread CPU time.
     #[arg(long, value_name = "US")]
-    pub slice_us: Option<u64>,
+    pub(crate) slice_us: Option<u64>,
     /// Monitor period in microseconds.
     #[arg(long, value_name = "US")]
-    pub tick_us: Option<u64>,
+    pub(crate) tick_us: Option<u64>,
     /// Confirmations before the SSC size moves (paper 1: 2).
     #[arg(long, value_name = "N")]
-    pub confirmations: Option<u32>,
+    pub(crate) confirmations: Option<u32>,
     /// Re-search timeout in milliseconds (paper 1: 30,000).
     #[arg(long, value_name = "MS")]
-    pub research_ms: Option<u64>,
+    pub(crate) research_ms: Option<u64>,
     /// Largest SSC in cores (0 = every CPU).
     #[arg(long, value_name = "N")]
-    pub max_ssc: Option<u32>,
+    pub(crate) max_ssc: Option<u32>,
     /// Keep lock-intensive threads on the SSC even when they cool down.
     #[arg(long)]
-    pub no_migrate_back: bool,
+    pub(crate) no_migrate_back: bool,
     /// Spin probes before a waiter under the SSC policy yields.
     #[arg(long, value_name = "N")]
-    pub spin_before_yield: Option<u32>,
+    pub(crate) spin_before_yield: Option<u32>,
     /// Write the report (threads, SSC over time, decisions) as JSON here.
     #[arg(long, value_name = "FILE.json")]
-    pub report: Option<PathBuf>,
+    pub(crate) report: Option<PathBuf>,
     /// Write the decision log (JSON lines) here.
     #[arg(long, value_name = "FILE.jsonl")]
-    pub events: Option<PathBuf>,
+    pub(crate) events: Option<PathBuf>,
     /// No summary on stderr at exit.
     #[arg(long)]
-    pub quiet: bool,
+    pub(crate) quiet: bool,
     /// Measure PROG's kernel lock waiting with BPF (root; Linux 5.19+) and
     /// confine its lock-intensive threads to the SSC by affinity.
     #[arg(long)]
-    pub kernel_locks: bool,
+    pub(crate) kernel_locks: bool,
     /// The kernel-lock options `corral attach` shares.
     #[command(flatten)]
-    pub kernel: KernelOptions,
+    pub(crate) kernel: KernelOptions,
     /// The program and its arguments.
     #[arg(last = true, required = true, value_name = "PROG")]
-    pub prog: Vec<String>,
+    pub(crate) prog: Vec<String>,
 }
 
 /// A tuning flag of `corral run`, the configuration variable it sets, and
@@ -115,7 +115,7 @@ impl RunArgs {
 
     /// The runtime configuration the flags describe, validated by the same
     /// parser the preload library uses; an error names the flag.
-    pub fn config(&self) -> Result<RuntimeConfig, CliError> {
+    pub(crate) fn config(&self) -> Result<RuntimeConfig, CliError> {
         // One SSC controller per run: with --kernel-locks the kernel monitor
         // places threads, so the user-space side only measures unless told.
         let default_policy = if self.kernel_locks {
@@ -153,7 +153,9 @@ impl RunArgs {
     }
 }
 
-pub fn run(args: RunArgs) -> Result<(), CliError> {
+/// Runs PROG under the preload library, reports, and exits with PROG's
+/// exit code.
+pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
     let cfg = args.config()?;
     let prog_name = &args.prog[0];
     if resolve_program(prog_name).is_none() {
@@ -210,6 +212,7 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
     std::process::exit(code);
 }
 
+/// The decision log; empty if it cannot be read.
 fn read_events(path: &Path) -> Vec<Event> {
     read_log(path).unwrap_or_default()
 }

@@ -10,40 +10,55 @@ use serde::Serialize;
 
 /// One thread in the report.
 #[derive(Serialize)]
-pub struct ThreadReport {
-    pub tid: i32,
-    pub wait_share: f64,
-    pub lock_intensive: bool,
-    pub wait_ns: u64,
-    pub cpu_ns: u64,
-    pub contended: u64,
-    pub slices: u64,
+pub(crate) struct ThreadReport {
+    /// Thread id.
+    pub(crate) tid: i32,
+    /// Lock waiting over the thread's CPU time, 0 to 1.
+    pub(crate) wait_share: f64,
+    /// Classified lock intensive at the end, or at any time by the log.
+    pub(crate) lock_intensive: bool,
+    /// Lock waiting over the thread's life, ns.
+    pub(crate) wait_ns: u64,
+    /// Thread CPU time the monitor saw, ns.
+    pub(crate) cpu_ns: u64,
+    /// Acquisitions that had to wait.
+    pub(crate) contended: u64,
+    /// Accounting windows closed.
+    pub(crate) slices: u64,
 }
 
 /// The SSC size from a point in time on.
 #[derive(Serialize)]
-pub struct SscPoint {
-    pub t_ms: f64,
-    pub bound: u32,
+pub(crate) struct SscPoint {
+    /// Milliseconds since the monitor started.
+    pub(crate) t_ms: f64,
+    /// SSC size in cores from then on.
+    pub(crate) bound: u32,
 }
 
 /// `--report`'s document.
 #[derive(Serialize)]
-pub struct RunReport {
-    pub policy: Policy,
-    pub lock: Algorithm,
-    pub exit_code: i32,
-    pub threads: Vec<ThreadReport>,
-    pub ssc: Vec<SscPoint>,
-    pub decisions: Vec<Event>,
+pub(crate) struct RunReport {
+    /// The policy the run used.
+    pub(crate) policy: Policy,
+    /// The lock algorithm that replaced pthread mutexes.
+    pub(crate) lock: Algorithm,
+    /// PROG's exit code as a shell reports it.
+    pub(crate) exit_code: i32,
+    /// Every thread that took a lock, from the final stats.
+    pub(crate) threads: Vec<ThreadReport>,
+    /// The SSC size over time: the start, then every change.
+    pub(crate) ssc: Vec<SscPoint>,
+    /// The decision log, less its start record.
+    pub(crate) decisions: Vec<Event>,
     /// With `--kernel-locks`: kernel lock waiting per thread and slice, the
     /// SSC decisions and the affinity applied (read back).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub kernel: Option<KernelReport>,
+    pub(crate) kernel: Option<KernelReport>,
 }
 
 /// The report from the final stats and the decision log.
-pub fn build_report(
+pub(crate) fn build_report(
     cfg: &RuntimeConfig,
     exit_code: i32,
     stats: Option<&StatsSnapshot>,
@@ -110,7 +125,7 @@ pub fn build_report(
 }
 
 /// The human summary printed at exit.
-pub fn summary(r: &RunReport, stats: Option<&StatsSnapshot>) -> String {
+pub(crate) fn summary(r: &RunReport, stats: Option<&StatsSnapshot>) -> String {
     let Some(stats) = stats else {
         return format!(
             "corral: policy {}, lock {}: exit {}; no stats (the runtime did not start)",
