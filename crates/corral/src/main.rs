@@ -3,7 +3,6 @@
 
 mod cmd;
 mod error;
-mod lockbench;
 
 use clap::{Parser, Subcommand};
 

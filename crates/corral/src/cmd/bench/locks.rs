@@ -7,7 +7,7 @@ use std::time::Duration;
 use corral_locks::{with_lock_type, Algorithm, Timed, UnknownAlgorithm};
 use serde::Serialize;
 
-use crate::lockbench;
+use super::lockbench;
 use crate::CliError;
 
 /// Arguments of `corral bench locks`.

@@ -3,6 +3,7 @@
 
 pub(crate) mod counter;
 mod kernel;
+mod lockbench;
 mod locks;
 mod worker;
 

@@ -6,7 +6,7 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use super::Bench;
+use super::catalog::Bench;
 
 /// Shape of the generated data.
 #[derive(Clone, Copy, Debug, serde::Serialize)]

@@ -8,8 +8,8 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use super::catalog::Bench;
 use super::fixture::Fixture;
-use super::Bench;
 
 /// A tiny xorshift generator: postmark's uniform choices, reproducible.
 struct Rng(u64);

@@ -1,6 +1,6 @@
-//! Measurements of the lock algorithms, shared by `corral bench locks` and
-//! `corral demo`. Every function is generic over the lock type so that each
-//! algorithm runs the same loop; the caller dispatches by name.
+//! Measurements of the lock algorithms behind `corral bench locks`. Every
+//! function is generic over the lock type so that each algorithm runs the
+//! same loop; the caller dispatches by name.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
