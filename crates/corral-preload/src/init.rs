@@ -99,7 +99,7 @@ extern "C" fn on_load() {
     unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
     let cfg = match RuntimeConfig::from_env() {
         Ok(cfg) => cfg,
-        Err(e) => return degrade(&e),
+        Err(e) => return degrade(&e.to_string()),
     };
     let root = is_root_process();
     // SAFETY: getpid has no preconditions.

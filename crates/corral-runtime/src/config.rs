@@ -3,6 +3,9 @@
 //! One parser serves both sides, so the CLI rejects a bad value before the
 //! program starts and the library reads exactly what the CLI validated.
 
+use std::fmt;
+use std::str::FromStr;
+
 use corral_locks::Algorithm;
 use corral_policy::ssc::SscParams;
 use serde::Serialize;
@@ -56,15 +59,6 @@ pub enum Policy {
 }
 
 impl Policy {
-    /// Parses `none` or `lca`.
-    pub fn parse(s: &str) -> Result<Self, String> {
-        match s {
-            "none" => Ok(Policy::None),
-            "lca" => Ok(Policy::Lca),
-            _ => Err(format!("unknown policy '{s}'; allowed: none, lca")),
-        }
-    }
-
     /// The CLI name.
     pub fn name(self) -> &'static str {
         match self {
@@ -74,10 +68,161 @@ impl Policy {
     }
 }
 
+impl FromStr for Policy {
+    type Err = UnknownPolicy;
+
+    /// Parses `none` or `lca`.
+    fn from_str(s: &str) -> Result<Self, UnknownPolicy> {
+        match s {
+            "none" => Ok(Policy::None),
+            "lca" => Ok(Policy::Lca),
+            _ => Err(UnknownPolicy(s.to_owned())),
+        }
+    }
+}
+
+/// A policy name that is neither `none` nor `lca`; its message lists both.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownPolicy(pub String);
+
+impl fmt::Display for UnknownPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "unknown policy '{}'; allowed: none, lca", self.0)
+    }
+}
+
+impl std::error::Error for UnknownPolicy {}
+
+/// A `CORRAL_*` value the runtime cannot use: which variable, what it held
+/// and what it accepts, so that a caller can name its own flag for `key`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The variable, one of the `ENV_*` names of this module.
+    pub key: &'static str,
+    /// The value as it was given.
+    pub value: String,
+    /// What the variable accepts.
+    pub expected: Expected,
+}
+
+impl ConfigError {
+    fn new(key: &'static str, value: &str, expected: Expected) -> Self {
+        ConfigError {
+            key,
+            value: value.to_owned(),
+            expected,
+        }
+    }
+}
+
+/// Prints `KEY: invalid value 'VALUE': expected WHAT`.
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: invalid value '{}': expected {}",
+            self.key, self.value, self.expected
+        )
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// What a configuration variable accepts; its `Display` completes
+/// "expected ...".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expected {
+    /// A [`Policy`] name.
+    Policy,
+    /// A lock algorithm name ([`Algorithm::ALL`]).
+    LockAlgorithm,
+    /// A whole number of `unit`s, at least `min`.
+    Duration {
+        /// The variable's unit.
+        unit: TimeUnit,
+        /// The shortest accepted.
+        min: u64,
+    },
+    /// At most `max` `unit`s: more overflows the 64-bit nanosecond count
+    /// the runtime keeps.
+    DurationFits {
+        /// The variable's unit.
+        unit: TimeUnit,
+        /// The largest value whose nanoseconds fit in a `u64`.
+        max: u64,
+    },
+    /// A share strictly between 0 and 1.
+    Share,
+    /// An integer of at least 1.
+    AtLeastOne,
+    /// A core count, 0 meaning every CPU.
+    CoreCount,
+    /// `0` or `1` (also `false` or `true`).
+    ZeroOrOne,
+    /// A spin count (32 bits).
+    SpinCount,
+}
+
+/// The unit of a duration variable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeUnit {
+    /// `*_US` variables.
+    Micros,
+    /// `*_MS` variables.
+    Millis,
+}
+
+impl TimeUnit {
+    /// Nanoseconds in one unit.
+    pub fn nanos(self) -> u64 {
+        match self {
+            TimeUnit::Micros => 1_000,
+            TimeUnit::Millis => 1_000_000,
+        }
+    }
+
+    /// The unit's name in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            TimeUnit::Micros => "microseconds",
+            TimeUnit::Millis => "milliseconds",
+        }
+    }
+}
+
+impl fmt::Display for Expected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Expected::Policy => f.write_str("one of none, lca"),
+            Expected::LockAlgorithm => {
+                f.write_str("one of ")?;
+                for (i, alg) in Algorithm::ALL.iter().enumerate() {
+                    let sep = if i == 0 { "" } else { ", " };
+                    write!(f, "{sep}{alg}")?;
+                }
+                Ok(())
+            }
+            Expected::Duration { unit, min } => write!(f, "{} >= {min}", unit.name()),
+            Expected::DurationFits { unit, max } => write!(
+                f,
+                "{} <= {max} (larger overflows 64-bit nanoseconds)",
+                unit.name()
+            ),
+            Expected::Share => f.write_str("a share in (0, 1)"),
+            Expected::AtLeastOne => f.write_str("an integer >= 1"),
+            Expected::CoreCount => f.write_str("a core count (0 = all)"),
+            Expected::ZeroOrOne => f.write_str("0 or 1"),
+            Expected::SpinCount => f.write_str("a spin count"),
+        }
+    }
+}
+
 /// Everything the runtime needs, validated.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct RuntimeConfig {
+    /// Which policy drives the threads.
     pub policy: Policy,
+    /// The lock algorithm that replaces pthread mutexes and spin locks.
     pub lock: Algorithm,
     /// Accounting window in thread CPU nanoseconds.
     pub slice_ns: u64,
@@ -102,93 +247,93 @@ impl Default for RuntimeConfig {
     }
 }
 
-fn parse_num<T: std::str::FromStr>(name: &str, v: &str, what: &str) -> Result<T, String> {
+fn parse_num<T: FromStr>(key: &'static str, v: &str, expected: Expected) -> Result<T, ConfigError> {
     v.trim()
         .parse()
-        .map_err(|_| format!("{name}: invalid value '{v}': expected {what}"))
+        .map_err(|_| ConfigError::new(key, v, expected))
+}
+
+/// A duration variable of at least `min` `unit`s, as nanoseconds. Checked:
+/// a value whose nanoseconds overflow is refused, not wrapped.
+fn parse_duration_ns(
+    key: &'static str,
+    v: &str,
+    unit: TimeUnit,
+    min: u64,
+) -> Result<u64, ConfigError> {
+    let expected = Expected::Duration { unit, min };
+    let n: u64 = parse_num(key, v, expected)?;
+    if n < min {
+        return Err(ConfigError::new(key, v, expected));
+    }
+    n.checked_mul(unit.nanos()).ok_or_else(|| {
+        let max = u64::MAX / unit.nanos();
+        ConfigError::new(key, v, Expected::DurationFits { unit, max })
+    })
 }
 
 impl RuntimeConfig {
     /// Reads a configuration through `get` (the environment, or a map in
-    /// tests); absent keys keep their defaults. The error is one line.
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+    /// tests); absent keys keep their defaults. The error names the
+    /// variable, its value and what it accepts.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let mut c = RuntimeConfig::default();
         if let Some(v) = get(ENV_POLICY) {
-            c.policy = Policy::parse(&v)?;
+            c.policy = v
+                .parse()
+                .map_err(|_: UnknownPolicy| ConfigError::new(ENV_POLICY, &v, Expected::Policy))?;
         }
         if let Some(v) = get(ENV_LOCK) {
-            c.lock = v
-                .parse()
-                .map_err(|e: corral_locks::UnknownAlgorithm| e.to_string())?;
+            c.lock = v.parse().map_err(|_: corral_locks::UnknownAlgorithm| {
+                ConfigError::new(ENV_LOCK, &v, Expected::LockAlgorithm)
+            })?;
         }
         if let Some(v) = get(ENV_SLICE_US) {
-            let us: u64 = parse_num(ENV_SLICE_US, &v, "microseconds >= 100")?;
-            if us < 100 {
-                return Err(format!(
-                    "{ENV_SLICE_US}: invalid value '{v}': expected microseconds >= 100"
-                ));
-            }
-            c.slice_ns = us * 1_000;
+            c.slice_ns = parse_duration_ns(ENV_SLICE_US, &v, TimeUnit::Micros, 100)?;
         }
         if let Some(v) = get(ENV_TICK_US) {
-            let us: u64 = parse_num(ENV_TICK_US, &v, "microseconds >= 100")?;
-            if us < 100 {
-                return Err(format!(
-                    "{ENV_TICK_US}: invalid value '{v}': expected microseconds >= 100"
-                ));
-            }
-            c.tick_ns = us * 1_000;
+            c.tick_ns = parse_duration_ns(ENV_TICK_US, &v, TimeUnit::Micros, 100)?;
         }
         if let Some(v) = get(ENV_THRESHOLD) {
-            let t: f64 = parse_num(ENV_THRESHOLD, &v, "a share in (0, 1)")?;
+            let t: f64 = parse_num(ENV_THRESHOLD, &v, Expected::Share)?;
             if !(t > 0.0 && t < 1.0) {
-                return Err(format!(
-                    "{ENV_THRESHOLD}: invalid value '{v}': expected a share in (0, 1)"
-                ));
+                return Err(ConfigError::new(ENV_THRESHOLD, &v, Expected::Share));
             }
             c.ssc.detect.qualify_share = t;
             c.ssc.detect.release_share = c.ssc.detect.release_share.min(t / 2.0);
         }
         if let Some(v) = get(ENV_CONFIRMATIONS) {
-            let n: u32 = parse_num(ENV_CONFIRMATIONS, &v, "an integer >= 1")?;
+            let n: u32 = parse_num(ENV_CONFIRMATIONS, &v, Expected::AtLeastOne)?;
             if n == 0 {
-                return Err(format!(
-                    "{ENV_CONFIRMATIONS}: invalid value '{v}': expected an integer >= 1"
+                return Err(ConfigError::new(
+                    ENV_CONFIRMATIONS,
+                    &v,
+                    Expected::AtLeastOne,
                 ));
             }
             c.ssc.confirmations = n;
         }
         if let Some(v) = get(ENV_RESEARCH_MS) {
-            let ms: u64 = parse_num(ENV_RESEARCH_MS, &v, "milliseconds >= 1")?;
-            if ms == 0 {
-                return Err(format!(
-                    "{ENV_RESEARCH_MS}: invalid value '{v}': expected milliseconds >= 1"
-                ));
-            }
-            c.ssc.research_interval = ms * 1_000_000;
+            c.ssc.research_interval = parse_duration_ns(ENV_RESEARCH_MS, &v, TimeUnit::Millis, 1)?;
         }
         if let Some(v) = get(ENV_MAX_SSC) {
-            c.ssc.max_bound = parse_num(ENV_MAX_SSC, &v, "a core count (0 = all)")?;
+            c.ssc.max_bound = parse_num(ENV_MAX_SSC, &v, Expected::CoreCount)?;
         }
         if let Some(v) = get(ENV_MIGRATE_BACK) {
             c.ssc.migrate_back = match v.as_str() {
                 "1" | "true" => true,
                 "0" | "false" => false,
-                _ => {
-                    return Err(format!(
-                        "{ENV_MIGRATE_BACK}: invalid value '{v}': expected 0 or 1"
-                    ))
-                }
+                _ => return Err(ConfigError::new(ENV_MIGRATE_BACK, &v, Expected::ZeroOrOne)),
             };
         }
         if let Some(v) = get(ENV_SPIN_BEFORE_YIELD) {
-            c.spin_before_yield = parse_num(ENV_SPIN_BEFORE_YIELD, &v, "a spin count")?;
+            c.spin_before_yield = parse_num(ENV_SPIN_BEFORE_YIELD, &v, Expected::SpinCount)?;
         }
         Ok(c)
     }
 
     /// Reads the process environment.
-    pub fn from_env() -> Result<Self, String> {
+    pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_lookup(|k| std::env::var(k).ok())
     }
 
@@ -220,7 +365,7 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
-    fn parse(pairs: &[(&str, &str)]) -> Result<RuntimeConfig, String> {
+    fn parse(pairs: &[(&str, &str)]) -> Result<RuntimeConfig, ConfigError> {
         let map: HashMap<String, String> = pairs
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -251,19 +396,56 @@ mod tests {
 
     #[test]
     fn rejects_bad_values_with_the_variable_named() {
-        assert!(parse(&[(ENV_POLICY, "fast")])
-            .unwrap_err()
-            .contains("none, lca"));
-        assert!(parse(&[(ENV_LOCK, "bakery")])
-            .unwrap_err()
-            .contains("ticket"));
-        assert!(parse(&[(ENV_THRESHOLD, "1.5")])
-            .unwrap_err()
-            .contains(ENV_THRESHOLD));
-        assert!(parse(&[(ENV_SLICE_US, "10")])
-            .unwrap_err()
-            .contains(ENV_SLICE_US));
-        assert!(parse(&[(ENV_CONFIRMATIONS, "0")]).is_err());
+        let policy = parse(&[(ENV_POLICY, "fast")]).unwrap_err();
+        assert_eq!(policy.key, ENV_POLICY);
+        assert_eq!(policy.expected, Expected::Policy);
+        assert!(policy.to_string().contains("none, lca"));
+        let lock = parse(&[(ENV_LOCK, "bakery")]).unwrap_err();
+        assert_eq!((lock.key, lock.value.as_str()), (ENV_LOCK, "bakery"));
+        assert!(lock.to_string().contains("ticket"));
+        assert_eq!(
+            parse(&[(ENV_THRESHOLD, "1.5")]).unwrap_err().to_string(),
+            "CORRAL_THRESHOLD: invalid value '1.5': expected a share in (0, 1)"
+        );
+        assert_eq!(
+            parse(&[(ENV_SLICE_US, "10")]).unwrap_err(),
+            ConfigError {
+                key: ENV_SLICE_US,
+                value: "10".into(),
+                expected: Expected::Duration {
+                    unit: TimeUnit::Micros,
+                    min: 100
+                },
+            }
+        );
+        assert_eq!(
+            parse(&[(ENV_CONFIRMATIONS, "0")]).unwrap_err().key,
+            ENV_CONFIRMATIONS
+        );
+    }
+
+    #[test]
+    fn durations_whose_nanoseconds_overflow_are_refused() {
+        // Unchecked, `us * 1_000` wraps (release) or panics (debug).
+        let max_us = u64::MAX / 1_000;
+        for key in [ENV_SLICE_US, ENV_TICK_US] {
+            assert!(parse(&[(key, &max_us.to_string())]).is_ok());
+            let e = parse(&[(key, &(max_us + 1).to_string())]).unwrap_err();
+            assert_eq!(e.key, key);
+            assert_eq!(
+                e.expected,
+                Expected::DurationFits {
+                    unit: TimeUnit::Micros,
+                    max: max_us
+                }
+            );
+        }
+        let e = parse(&[(ENV_RESEARCH_MS, &u64::MAX.to_string())]).unwrap_err();
+        assert_eq!(e.key, ENV_RESEARCH_MS);
+        assert!(
+            e.to_string().contains("milliseconds <= 18446744073709"),
+            "{e}"
+        );
     }
 
     #[test]

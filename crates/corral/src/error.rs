@@ -4,11 +4,11 @@ use std::fmt;
 
 /// An error the user can act on, printed as one line after `error: `.
 #[derive(Debug)]
-pub struct CliError(pub String);
+pub(crate) struct CliError(pub String);
 
 impl CliError {
     /// A bad value for `flag`: names the flag, the value, and what is allowed.
-    pub fn bad_value(flag: &str, value: &str, allowed: &str) -> Self {
+    pub(crate) fn bad_value(flag: &str, value: &str, allowed: &str) -> Self {
         CliError(format!("{flag}: invalid value '{value}': {allowed}"))
     }
 }
@@ -27,10 +27,25 @@ impl From<std::io::Error> for CliError {
     }
 }
 
+/// A configuration variable's error as is: it names the variable. `corral
+/// run` names its own flag instead (see `RunArgs::config`).
+impl From<corral_runtime::config::ConfigError> for CliError {
+    fn from(e: corral_runtime::config::ConfigError) -> Self {
+        CliError(e.to_string())
+    }
+}
+
+/// Writing a report as JSON.
+impl From<serde_json::Error> for CliError {
+    fn from(e: serde_json::Error) -> Self {
+        CliError(e.to_string())
+    }
+}
+
 /// Prints clap's help/version as usual; any parse error as its first line
 /// only (clap's line already names the flag, the value and the reason), then
 /// exits 2.
-pub fn exit_with_clap_error(e: clap::Error) -> ! {
+pub(crate) fn exit_with_clap_error(e: clap::Error) -> ! {
     use clap::error::ErrorKind;
     match e.kind() {
         ErrorKind::DisplayHelp

@@ -3,11 +3,10 @@
 
 mod cmd;
 mod error;
-mod lockbench;
 
 use clap::{Parser, Subcommand};
 
-pub use error::CliError;
+use error::CliError;
 
 /// corral keeps multithreaded programs from collapsing under lock contention.
 ///

@@ -232,21 +232,6 @@ fn refusal_bpf_refused() {
 }
 
 #[test]
-fn cpuset_partition_unavailable_is_one_line() {
-    let out = run(corral().args([
-        "attach",
-        "--pid",
-        &std::process::id().to_string(),
-        "--duration-ms",
-        "1",
-        "--cpuset-partition",
-    ]));
-    if !out.status.success() {
-        assert!(one_line_error(&out).contains("--cpuset-partition"));
-    }
-}
-
-#[test]
 fn attach_reports_slices_shares_and_read_back_affinity() {
     if !is_root() {
         return; // refusal_not_root covers this machine

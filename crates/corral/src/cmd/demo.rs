@@ -6,37 +6,43 @@
 use corral_locks::Algorithm;
 use serde::Serialize;
 
-use super::bench_counter::{measure, print_table, throughput_of, BenchPolicy, CounterPoint};
+use super::bench::counter::{measure, print_table, throughput_of, BenchPolicy, CounterPoint};
 use crate::CliError;
 
 /// Arguments of `corral demo`.
 #[derive(clap::Args)]
-pub struct DemoArgs {
+pub(crate) struct DemoArgs {
     /// Thread counts; the default goes well past the CPU count on purpose.
     #[arg(long, value_name = "LIST", default_value = "1,2,4,8,16",
           value_parser = super::lists::parse_count_list)]
-    pub threads: super::lists::Counts,
+    pub(crate) threads: super::lists::Counts,
     /// Lock algorithm of the corral columns.
-    #[arg(long = "lock", value_name = "ALG", default_value = "ticket", value_parser = super::run::parse_alg)]
-    pub lock: Algorithm,
+    #[arg(long = "lock", value_name = "ALG", default_value = "ticket")]
+    pub(crate) lock: Algorithm,
     /// Length of each point.
     #[arg(long, value_name = "MS", default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..))]
-    pub duration_ms: u64,
+    pub(crate) duration_ms: u64,
     /// Print one JSON document instead of the table and verdict.
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
 }
 
+/// `--json`'s document.
 #[derive(Serialize)]
 struct DemoReport {
+    /// CPUs this process may use.
     cpus: usize,
+    /// Every point, by thread count then policy.
     points: Vec<CounterPoint>,
+    /// The sentence the table ends with.
     verdict: String,
 }
 
+/// The demo's columns: glibc, then corral without and with the policy.
 const POLICIES: [BenchPolicy; 3] = [BenchPolicy::Glibc, BenchPolicy::None, BenchPolicy::Lca];
 
-pub fn run(args: DemoArgs) -> Result<(), CliError> {
+/// Measures, then prints the table and the verdict (or the JSON document).
+pub(crate) fn run(args: DemoArgs) -> Result<(), CliError> {
     let cpus = corral_runtime::affinity::allowed_cpus().len().max(1);
     if !args.json {
         eprintln!(
@@ -62,10 +68,7 @@ pub fn run(args: DemoArgs) -> Result<(), CliError> {
             points,
             verdict,
         };
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&doc).map_err(|e| CliError(e.to_string()))?
-        );
+        println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(());
     }
     print_table(&points, &args.threads, &POLICIES);

@@ -11,15 +11,15 @@ use corral_runtime::stats::{StatsMap, StatsSnapshot};
 use crate::CliError;
 
 /// The preload library's file name.
-pub const PRELOAD_NAME: &str = "libcorral_preload.so";
+const PRELOAD_NAME: &str = "libcorral_preload.so";
 /// Overrides where the preload library is looked for.
-pub const ENV_PRELOAD: &str = "CORRAL_PRELOAD";
+const ENV_PRELOAD: &str = "CORRAL_PRELOAD";
 
 /// Finds `libcorral_preload.so`: `$CORRAL_PRELOAD`, else next to this
 /// executable. Run from a cargo target directory of this workspace (e.g.
 /// `cargo run --release -- demo` on a fresh clone, which builds only the
 /// CLI), a missing library is built once with cargo.
-pub fn find_preload() -> Result<PathBuf, CliError> {
+pub(crate) fn find_preload() -> Result<PathBuf, CliError> {
     if let Some(p) = std::env::var_os(ENV_PRELOAD) {
         let p = PathBuf::from(p);
         return if p.is_file() {
@@ -83,7 +83,7 @@ fn build_preload(dir: &Path) -> Result<(), CliError> {
 
 /// Resolves PROG as the shell would (a path, or a name on `$PATH`);
 /// `None` if there is no such executable file.
-pub fn resolve_program(prog: &str) -> Option<PathBuf> {
+pub(crate) fn resolve_program(prog: &str) -> Option<PathBuf> {
     let is_exec = |p: &Path| {
         use std::os::unix::fs::PermissionsExt;
         p.is_file()
@@ -102,14 +102,15 @@ pub fn resolve_program(prog: &str) -> Option<PathBuf> {
 }
 
 /// What a run left behind.
-pub struct Outcome {
-    pub status: ExitStatus,
+pub(crate) struct Outcome {
+    /// How the program ended.
+    pub(crate) status: ExitStatus,
     /// The stats file's last state (none if the runtime could not write it).
-    pub stats: Option<StatsSnapshot>,
+    pub(crate) stats: Option<StatsSnapshot>,
 }
 
 /// How the program's output is handled.
-pub enum Output {
+pub(crate) enum Output {
     /// Shares corral's stdout and stderr.
     Inherit,
     /// stdout is captured and returned.
@@ -118,7 +119,7 @@ pub enum Output {
 
 /// Runs `prog` under the preload with `cfg` (or without corral when
 /// `preload` is `None`), waits for it, and collects its stats file.
-pub fn launch(
+pub(crate) fn launch(
     cfg: &RuntimeConfig,
     preload: Option<&Path>,
     prog: &[String],
@@ -130,7 +131,7 @@ pub fn launch(
 
 /// [`launch`], calling `on_spawn` with the child's pid as soon as it exists
 /// (the kernel-lock monitor starts tracking it there).
-pub fn launch_observed(
+pub(crate) fn launch_observed(
     cfg: &RuntimeConfig,
     preload: Option<&Path>,
     prog: &[String],
@@ -183,6 +184,7 @@ pub fn launch_observed(
     ))
 }
 
+/// A signal handler that does nothing.
 extern "C" fn ignore(_: libc::c_int) {}
 
 /// Ctrl-C and friends reach the program (same process group); corral
@@ -201,7 +203,7 @@ fn ignore_terminal_signals() {
 }
 
 /// PROG's exit code as a shell reports it (128 + signal when killed).
-pub fn exit_code(status: ExitStatus) -> i32 {
+pub(crate) fn exit_code(status: ExitStatus) -> i32 {
     use std::os::unix::process::ExitStatusExt;
     status
         .code()

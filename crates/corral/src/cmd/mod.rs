@@ -1,15 +1,13 @@
-//! One module per subcommand; `lists` parses the list flags they share.
+//! One module per subcommand; `lists` parses the list flags they share,
+//! `launch` starts a program under the preload library, and `kernel_opts`
+//! holds the kernel-lock options `run` and `attach` share.
 
-pub mod attach;
-pub mod bench;
-pub mod bench_counter;
-pub mod bench_kernel;
-pub mod bench_locks;
-pub mod bench_worker;
-pub mod demo;
-pub mod launch;
-pub mod lists;
-pub mod model;
-pub mod run;
-pub mod run_kernel;
-pub mod sim;
+pub(crate) mod attach;
+pub(crate) mod bench;
+pub(crate) mod demo;
+pub(crate) mod kernel_opts;
+pub(crate) mod launch;
+pub(crate) mod lists;
+pub(crate) mod model;
+pub(crate) mod run;
+pub(crate) mod sim;

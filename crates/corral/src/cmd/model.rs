@@ -17,36 +17,38 @@ core and shows the sudden collapse past the peak. `--lock mcs` keeps the \
 handoff constant.
 
 Example: corral model --a 12500 --s 400 --c 100 --cores 1..48")]
-pub struct ModelArgs {
+pub(crate) struct ModelArgs {
     /// Non-serial work per operation, in cycles.
     #[arg(long = "a", value_name = "CYCLES", allow_negative_numbers = true, value_parser = positive)]
-    pub a: f64,
+    pub(crate) a: f64,
     /// Serial section (critical section) length, in cycles.
     #[arg(long = "s", value_name = "CYCLES", allow_negative_numbers = true, value_parser = positive)]
-    pub s: f64,
+    pub(crate) s: f64,
     /// Handoff cost per waiting core, in cycles.
     #[arg(long = "c", value_name = "CYCLES", allow_negative_numbers = true, value_parser = non_negative)]
-    pub c: f64,
+    pub(crate) c: f64,
     /// Core counts: `1..48`, `1,2,4`, or a mix `1,2,8..16`.
     #[arg(long, value_name = "LIST", default_value = "1..48", value_parser = super::lists::parse_count_list)]
-    pub cores: super::lists::Counts,
+    pub(crate) cores: super::lists::Counts,
     /// Which lock the model describes.
     #[arg(long, value_enum, default_value_t = ModelLock::Ticket)]
-    pub lock: ModelLock,
+    pub(crate) lock: ModelLock,
     /// Print `{"points":[{"cores":N,"speedup":X},...],"peak":{...}}`.
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
 }
 
+/// The lock the model describes.
 #[derive(Clone, Copy, clap::ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum ModelLock {
+pub(crate) enum ModelLock {
     /// Handoff cost grows with the number of waiters (paper 3, eq. 1).
     Ticket,
     /// Constant handoff cost (MCS, CLH, K42).
     Mcs,
 }
 
+/// Parses a number of cycles > 0.
 fn positive(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
@@ -54,6 +56,7 @@ fn positive(s: &str) -> Result<f64, String> {
     }
 }
 
+/// Parses a number of cycles >= 0.
 fn non_negative(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
@@ -61,17 +64,25 @@ fn non_negative(s: &str) -> Result<f64, String> {
     }
 }
 
+/// `--json`'s document: the inputs, every point and the peak.
 #[derive(Serialize)]
 struct ModelReport<'a> {
+    /// `--lock`.
     lock: ModelLock,
+    /// `--a`, cycles.
     a: f64,
+    /// `--s`, cycles.
     s: f64,
+    /// `--c`, cycles.
     c: f64,
+    /// Speedup at each core count.
     points: &'a [ModelPoint],
+    /// The highest speedup, if any point.
     peak: Option<&'a ModelPoint>,
 }
 
-pub fn run(args: ModelArgs) -> Result<(), CliError> {
+/// Evaluates the model at every core count and prints the table (or JSON).
+pub(crate) fn run(args: ModelArgs) -> Result<(), CliError> {
     if args.cores.iter().any(|&n| n > 65_536) {
         return Err(CliError::bad_value(
             "--cores",
@@ -109,10 +120,7 @@ pub fn run(args: ModelArgs) -> Result<(), CliError> {
         peak: peak(&points),
     };
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string(&report).map_err(|e| CliError(e.to_string()))?
-        );
+        println!("{}", serde_json::to_string(&report)?);
         return Ok(());
     }
     println!("{:>6} {:>9}", "cores", "speedup");

@@ -14,27 +14,29 @@ use crate::CliError;
 
 /// Arguments of the hidden worker subcommand.
 #[derive(clap::Args, Clone, Debug)]
-pub struct WorkerArgs {
+pub(crate) struct WorkerArgs {
     /// `counter`, `list` or `counters`.
     #[arg(long, default_value = "counter", value_parser = ["counter", "list", "counters"])]
-    pub workload: String,
+    pub(crate) workload: String,
     #[arg(long, default_value_t = 4)]
-    pub threads: u32,
+    pub(crate) threads: u32,
     #[arg(long, default_value_t = 300)]
-    pub duration_ms: u64,
+    pub(crate) duration_ms: u64,
     /// Iterations of private arithmetic between two critical sections.
     #[arg(long, default_value_t = 0)]
-    pub work: u32,
+    pub(crate) work: u32,
     /// Counters (and locks) of the `counters` workload (paper 4: several).
     #[arg(long, default_value_t = 4)]
-    pub counters: u32,
+    pub(crate) counters: u32,
 }
 
 /// What the worker prints: one JSON line.
 #[derive(Serialize, serde::Deserialize)]
-pub struct WorkerResult {
-    pub ops: u64,
-    pub seconds: f64,
+pub(crate) struct WorkerResult {
+    /// Critical sections of all threads together.
+    pub(crate) ops: u64,
+    /// Wall time from the threads' start to their join.
+    pub(crate) seconds: f64,
 }
 
 /// A pthread mutex and the data it guards.
@@ -112,7 +114,8 @@ fn private_work(iterations: u32, seed: u64) -> u64 {
     std::hint::black_box(x)
 }
 
-pub fn run(args: WorkerArgs) -> Result<(), CliError> {
+/// Runs the threads for `--duration-ms` and prints one [`WorkerResult`].
+pub(crate) fn run(args: WorkerArgs) -> Result<(), CliError> {
     let counter = Guarded::new(0u64);
     let list = Guarded::new(List::new(64));
     let counters: Vec<Guarded<u64>> = (0..args.counters.max(1)).map(|_| Guarded::new(0)).collect();
@@ -150,9 +153,6 @@ pub fn run(args: WorkerArgs) -> Result<(), CliError> {
         ops: total.load(Ordering::Relaxed),
         seconds,
     };
-    println!(
-        "{}",
-        serde_json::to_string(&result).map_err(|e| CliError(e.to_string()))?
-    );
+    println!("{}", serde_json::to_string(&result)?);
     Ok(())
 }

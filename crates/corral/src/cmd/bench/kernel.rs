@@ -2,6 +2,7 @@
 //! (mmapbench, sockbench, parallel postmark, parallel find and grep) and
 //! paper 3 (FOPS, MEMPOP), each run by threads or by processes.
 
+mod catalog;
 mod fixture;
 mod workloads;
 
@@ -14,53 +15,9 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::CliError;
+use catalog::Bench;
 use fixture::{Fixture, FixtureShape};
 use workloads::Worker;
-
-/// The benchmarks: paper 1's (Sec. 4.1) and paper 3's (Sec. 3) kernel-lock
-/// workloads, sized for a small machine (see the flags for the papers' sizes).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Bench {
-    /// Paper 1: map one shared file, touch every page, unmap.
-    Mmapbench,
-    /// Paper 1: create a socket and close it.
-    Sockbench,
-    /// Paper 3: open and close one shared file.
-    Fops,
-    /// Paper 3: mmap 64 KB with MAP_POPULATE, munmap.
-    Mempop,
-    /// Paper 1: postmark-like file server transactions on tmpfs.
-    Postmark,
-    /// Paper 1 / paper 3: GNU find over a generated tree, one process per search.
-    Pfind,
-    /// Paper 1: GNU grep over a generated tree, one process per search.
-    Pgrep,
-}
-
-impl Bench {
-    pub const ALL: [Bench; 7] = [
-        Bench::Mmapbench,
-        Bench::Sockbench,
-        Bench::Fops,
-        Bench::Mempop,
-        Bench::Postmark,
-        Bench::Pfind,
-        Bench::Pgrep,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Bench::Mmapbench => "mmapbench",
-            Bench::Sockbench => "sockbench",
-            Bench::Fops => "fops",
-            Bench::Mempop => "mempop",
-            Bench::Postmark => "postmark",
-            Bench::Pfind => "pfind",
-            Bench::Pgrep => "pgrep",
-        }
-    }
-}
 
 /// Arguments of `corral bench kernel`.
 #[derive(clap::Args, Clone, Debug)]
@@ -69,50 +26,51 @@ Each benchmark is a real program: N threads of this process (or, with \
 --processes, N processes) loop over system calls that contend the kernel's \
 locks. Run it under `corral run --kernel-locks` or `corral attach` to see the \
 waiting. Data lives in a scratch directory on tmpfs (--dir), removed after.")]
-pub struct BenchKernelArgs {
+pub(crate) struct BenchKernelArgs {
     /// Benchmarks to run (comma-separated), or `all`.
     #[arg(value_name = "BENCH", required = true, value_delimiter = ',', value_parser = parse_bench)]
-    pub benches: Vec<Option<Bench>>,
+    pub(crate) benches: Vec<Option<Bench>>,
     /// Workers (threads, or processes with --processes).
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=4096))]
-    pub threads: u32,
+    pub(crate) threads: u32,
     /// Run each worker as its own process instead of a thread.
     #[arg(long)]
-    pub processes: bool,
+    pub(crate) processes: bool,
     /// How long each benchmark runs, unless --ops-per-worker is given.
     #[arg(long, value_name = "MS", default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..))]
-    pub duration_ms: u64,
+    pub(crate) duration_ms: u64,
     /// Stop each worker after N operations instead of after --duration-ms.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    pub ops_per_worker: Option<u64>,
+    pub(crate) ops_per_worker: Option<u64>,
     /// Scratch directory base (tmpfs, as in paper 1).
     #[arg(long, value_name = "DIR", default_value = "/dev/shm")]
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// mmapbench's shared file size (paper 1: 500).
     #[arg(long, value_name = "MIB", default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=65536))]
-    pub mmap_mib: u64,
+    pub(crate) mmap_mib: u64,
     /// Postmark's initial files per worker (paper 1: 500 or 10000).
     #[arg(long, value_name = "N", default_value_t = 500)]
-    pub postmark_files: u32,
+    pub(crate) postmark_files: u32,
     /// Find/grep tree: subdirectories per directory.
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
-    pub tree_fanout: u32,
+    pub(crate) tree_fanout: u32,
     /// Find/grep tree: levels below each worker's root.
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=8))]
-    pub tree_depth: u32,
+    pub(crate) tree_depth: u32,
     /// Find/grep tree: files per directory.
     #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u32).range(0..=1024))]
-    pub tree_files: u32,
+    pub(crate) tree_files: u32,
     /// Print one JSON document instead of a table.
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
     /// Internal: run as worker process I over the fixture at --worker-root.
     #[arg(long, hide = true, value_name = "I", requires = "worker_root")]
-    pub worker_index: Option<usize>,
+    pub(crate) worker_index: Option<usize>,
     #[arg(long, hide = true, value_name = "DIR")]
-    pub worker_root: Option<PathBuf>,
+    pub(crate) worker_root: Option<PathBuf>,
 }
 
+/// One item of the BENCH list: a benchmark, or `None` for `all`.
 fn parse_bench(s: &str) -> Result<Option<Bench>, String> {
     if s.trim() == "all" {
         return Ok(None);
@@ -130,25 +88,36 @@ fn parse_bench(s: &str) -> Result<Option<Bench>, String> {
 
 /// One benchmark's result.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct BenchResult {
-    pub bench: Bench,
-    pub workers: u32,
-    pub processes: bool,
-    pub cpus: usize,
-    pub elapsed_ms: f64,
-    pub ops: u64,
-    pub ops_per_sec: f64,
-    pub ops_per_worker: Vec<u64>,
+struct BenchResult {
+    /// The benchmark.
+    bench: Bench,
+    /// Workers that ran it.
+    workers: u32,
+    /// Whether the workers were processes rather than threads.
+    processes: bool,
+    /// CPUs this process may use.
+    cpus: usize,
+    /// Wall time from the workers' start to their end.
+    elapsed_ms: f64,
+    /// Operations of all workers together.
+    ops: u64,
+    /// `ops` over the elapsed time.
+    ops_per_sec: f64,
+    /// Each worker's operations, by worker index.
+    ops_per_worker: Vec<u64>,
 }
 
 /// `corral bench kernel --json`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct BenchKernelReport {
-    pub shape: serde_json::Value,
-    pub results: Vec<BenchResult>,
+struct BenchKernelReport {
+    /// The generated data's shape (the fixture flags).
+    shape: serde_json::Value,
+    /// One result per benchmark, in the order run.
+    results: Vec<BenchResult>,
 }
 
 impl BenchKernelArgs {
+    /// The fixture the flags describe.
     fn shape(&self) -> FixtureShape {
         FixtureShape {
             mmap_mib: self.mmap_mib,
@@ -159,6 +128,7 @@ impl BenchKernelArgs {
         }
     }
 
+    /// The benchmarks to run, without repeats; `all` expands in place.
     fn selected(&self) -> Vec<Bench> {
         let mut out = Vec::new();
         for b in &self.benches {
@@ -217,9 +187,12 @@ fn run_threads(
     })
 }
 
+/// When a worker stops.
 #[derive(Clone, Copy)]
 struct Limit {
+    /// After this many operations, if given.
     ops: Option<u64>,
+    /// Otherwise after this long.
     duration: Duration,
 }
 
@@ -267,6 +240,8 @@ fn run_processes(
     Ok(counts)
 }
 
+/// Runs one benchmark: prepares its data (or, in a worker process, uses
+/// the parent's) and runs the workers.
 fn run_one(args: &BenchKernelArgs, bench: Bench) -> Result<BenchResult, CliError> {
     let limit = Limit {
         ops: args.ops_per_worker,
@@ -300,6 +275,7 @@ fn run_one(args: &BenchKernelArgs, bench: Bench) -> Result<BenchResult, CliError
     Ok(result(args, bench, counts, started.elapsed()))
 }
 
+/// The result of `counts` operations per worker over `elapsed`.
 fn result(
     args: &BenchKernelArgs,
     bench: Bench,
@@ -320,9 +296,11 @@ fn result(
     }
 }
 
-pub fn run(args: BenchKernelArgs) -> Result<(), CliError> {
+/// Runs every selected benchmark and prints the table (or the JSON
+/// document).
+pub(crate) fn run(args: BenchKernelArgs) -> Result<(), CliError> {
     let mut report = BenchKernelReport {
-        shape: serde_json::to_value(args.shape()).map_err(|e| CliError(e.to_string()))?,
+        shape: serde_json::to_value(args.shape())?,
         results: Vec::new(),
     };
     for bench in args.selected() {
@@ -341,10 +319,7 @@ pub fn run(args: BenchKernelArgs) -> Result<(), CliError> {
         report.results.push(run_one(&args, bench)?);
     }
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).map_err(|e| CliError(e.to_string()))?
-        );
+        println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
     }
     println!(

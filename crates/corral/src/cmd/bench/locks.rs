@@ -4,10 +4,10 @@
 
 use std::time::Duration;
 
-use corral_locks::{with_lock_type, Algorithm, Timed};
+use corral_locks::{with_lock_type, Algorithm, Timed, UnknownAlgorithm};
 use serde::Serialize;
 
-use crate::lockbench;
+use super::lockbench;
 use crate::CliError;
 
 /// Arguments of `corral bench locks`.
@@ -19,38 +19,41 @@ Thread counts above the number of CPUs show how each algorithm degrades when \
 waiters are preempted: spinning FIFO locks (ticket, MCS, CLH, K42) hand the \
 lock to a waiter that may not be running. Ratios are measured side by side in \
 one run; compare them, not absolute times across runs.")]
-pub struct BenchLocksArgs {
+pub(crate) struct BenchLocksArgs {
     /// Algorithms to measure (comma-separated), or `all`.
     #[arg(long, value_name = "LIST", default_value = "all", value_parser = parse_algorithms)]
-    pub algs: AlgList,
+    pub(crate) algs: AlgList,
     /// Thread counts for the throughput case, e.g. `1,2,4,8,16` or `1..4`.
     #[arg(long, value_name = "LIST", default_value = "1,2,4,8,16",
-          value_parser = super::lists::parse_count_list)]
-    pub threads: super::lists::Counts,
+          value_parser = crate::cmd::lists::parse_count_list)]
+    pub(crate) threads: crate::cmd::lists::Counts,
     /// Length of each throughput point.
     #[arg(long, value_name = "MS", default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..))]
-    pub duration_ms: u64,
+    pub(crate) duration_ms: u64,
     /// Repetitions of the uncontended and handoff measurements (median taken).
     #[arg(long, value_name = "N", default_value_t = 15, value_parser = clap::value_parser!(u32).range(1..))]
-    pub reps: u32,
+    pub(crate) reps: u32,
     /// Acquire+release pairs per uncontended repetition.
     #[arg(long, value_name = "N", default_value_t = 200_000, value_parser = clap::value_parser!(u64).range(1..))]
-    pub iters: u64,
+    pub(crate) iters: u64,
     /// Print one JSON document instead of tables.
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
 }
 
+/// A parsed `--algs` list, without repeats. A newtype so that clap reads it
+/// as one value.
 #[derive(Clone)]
-pub struct AlgList(pub Vec<Algorithm>);
+pub(crate) struct AlgList(pub Vec<Algorithm>);
 
-fn parse_algorithms(s: &str) -> Result<AlgList, String> {
+/// Parses `--algs`: comma-separated algorithm names, or `all`.
+fn parse_algorithms(s: &str) -> Result<AlgList, UnknownAlgorithm> {
     if s.trim() == "all" {
         return Ok(AlgList(Algorithm::ALL.to_vec()));
     }
     let mut out = Vec::new();
     for item in s.split(',') {
-        let alg: Algorithm = item.trim().parse().map_err(|e| format!("{e}"))?;
+        let alg: Algorithm = item.trim().parse()?;
         if !out.contains(&alg) {
             out.push(alg);
         }
@@ -60,44 +63,62 @@ fn parse_algorithms(s: &str) -> Result<AlgList, String> {
 
 /// Uncontended acquire+release, raw and instrumented (paper 1's Alg. 1).
 #[derive(Serialize)]
-pub struct UncontendedRow {
-    pub alg: String,
-    pub raw_ns: f64,
-    pub instrumented_ns: f64,
+struct UncontendedRow {
+    /// The algorithm.
+    alg: String,
+    /// Median ns per acquire+release of the bare lock.
+    raw_ns: f64,
+    /// Median ns with the wait-time instrumentation corral adds.
+    instrumented_ns: f64,
     /// Median over repetitions of instrumented/raw, each pair measured
     /// back to back.
-    pub overhead_ratio: f64,
+    overhead_ratio: f64,
 }
 
 /// One lock acquisition whose lock was last released on another CPU.
 #[derive(Serialize)]
-pub struct HandoffRow {
-    pub alg: String,
-    pub ns: f64,
+struct HandoffRow {
+    /// The algorithm.
+    alg: String,
+    /// Median ns per acquire+release.
+    ns: f64,
 }
 
+/// One point of paper 3's microbenchmark.
 #[derive(Serialize)]
-pub struct ThroughputPoint {
-    pub alg: String,
-    pub threads: u32,
-    pub ops_per_sec: f64,
+struct ThroughputPoint {
+    /// The algorithm.
+    alg: String,
+    /// Threads contending the one lock.
+    threads: u32,
+    /// Critical sections per second, all threads together.
+    ops_per_sec: f64,
     /// Throughput relative to the same algorithm at its smallest thread count.
-    pub vs_first: f64,
+    vs_first: f64,
     /// More threads than CPUs this process may use.
-    pub oversubscribed: bool,
+    oversubscribed: bool,
 }
 
+/// `--json`'s document: the settings, then the three measurements.
 #[derive(Serialize)]
-pub struct LockBenchReport {
-    pub cpus: usize,
-    pub reps: u32,
-    pub iters: u64,
-    pub duration_ms: u64,
-    pub uncontended: Vec<UncontendedRow>,
-    pub handoff: Vec<HandoffRow>,
-    pub throughput: Vec<ThroughputPoint>,
+struct LockBenchReport {
+    /// CPUs this process may use.
+    cpus: usize,
+    /// `--reps`.
+    reps: u32,
+    /// `--iters`.
+    iters: u64,
+    /// `--duration-ms`.
+    duration_ms: u64,
+    /// One row per algorithm.
+    uncontended: Vec<UncontendedRow>,
+    /// One row per algorithm.
+    handoff: Vec<HandoffRow>,
+    /// Every algorithm at every thread count.
+    throughput: Vec<ThroughputPoint>,
 }
 
+/// The uncontended costs of `L`, whose algorithm is `alg`.
 fn uncontended_row<L: corral_locks::RawLock>(
     alg: Algorithm,
     reps: u32,
@@ -129,7 +150,8 @@ fn uncontended_row<L: corral_locks::RawLock>(
     }
 }
 
-pub fn measure(args: &BenchLocksArgs, progress: bool) -> LockBenchReport {
+/// Every measurement the flags ask for, with progress on stderr if asked.
+fn measure(args: &BenchLocksArgs, progress: bool) -> LockBenchReport {
     let cpus = corral_runtime::affinity::allowed_cpus().len();
     let algs = &args.algs.0;
     let mut report = LockBenchReport {
@@ -170,7 +192,7 @@ pub fn measure(args: &BenchLocksArgs, progress: bool) -> LockBenchReport {
 }
 
 /// Paper 3's microbenchmark for every algorithm at every thread count.
-pub fn throughput_points(
+fn throughput_points(
     algs: &[Algorithm],
     threads: &[u32],
     duration: Duration,
@@ -198,19 +220,18 @@ pub fn throughput_points(
     points
 }
 
-pub fn run(args: BenchLocksArgs) -> Result<(), CliError> {
+/// Measures and prints the tables (or the JSON document).
+pub(crate) fn run(args: BenchLocksArgs) -> Result<(), CliError> {
     let report = measure(&args, !args.json);
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).map_err(|e| CliError(e.to_string()))?
-        );
+        println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
     }
     print_tables(&report);
     Ok(())
 }
 
+/// The costs table, then the throughput table.
 fn print_tables(r: &LockBenchReport) {
     println!(
         "corral bench locks: {} CPUs, median of {} repetitions",
@@ -232,7 +253,7 @@ fn print_tables(r: &LockBenchReport) {
 }
 
 /// Mops/s per algorithm (rows) and thread count (columns).
-pub fn print_throughput(points: &[ThroughputPoint], cpus: usize) {
+fn print_throughput(points: &[ThroughputPoint], cpus: usize) {
     let threads: Vec<u32> = {
         let mut t: Vec<u32> = points.iter().map(|p| p.threads).collect();
         t.sort_unstable();

@@ -6,27 +6,29 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use super::Bench;
+use super::catalog::Bench;
 
 /// Shape of the generated data.
 #[derive(Clone, Copy, Debug, serde::Serialize)]
-pub struct FixtureShape {
+pub(crate) struct FixtureShape {
     /// mmapbench's shared file, MiB (paper 1: 500).
-    pub mmap_mib: u64,
+    pub(crate) mmap_mib: u64,
     /// Postmark's initial files per worker (paper 1: 500 or 10,000).
-    pub postmark_files: u32,
+    pub(crate) postmark_files: u32,
     /// Find/grep trees: subdirectories per directory.
-    pub tree_fanout: u32,
+    pub(crate) tree_fanout: u32,
     /// Find/grep trees: directory levels below each worker's root.
-    pub tree_depth: u32,
+    pub(crate) tree_depth: u32,
     /// Find/grep trees: files per directory.
-    pub files_per_dir: u32,
+    pub(crate) files_per_dir: u32,
 }
 
 /// The scratch directory and what is in it.
-pub struct Fixture {
-    pub root: PathBuf,
-    pub postmark_files: u32,
+pub(crate) struct Fixture {
+    /// The scratch directory; worker processes get it as `--worker-root`.
+    pub(crate) root: PathBuf,
+    /// Postmark's initial files per worker.
+    pub(crate) postmark_files: u32,
     /// Whether this process made it (and so removes it).
     owned: bool,
 }
@@ -34,7 +36,7 @@ pub struct Fixture {
 impl Fixture {
     /// A scratch directory under `base` holding what `bench` needs for
     /// `workers` workers.
-    pub fn create(
+    pub(crate) fn create(
         base: &Path,
         bench: Bench,
         workers: usize,
@@ -76,7 +78,7 @@ impl Fixture {
     }
 
     /// A fixture another process made (worker processes share it).
-    pub fn existing(root: PathBuf, postmark_files: u32) -> Fixture {
+    pub(crate) fn existing(root: PathBuf, postmark_files: u32) -> Fixture {
         Fixture {
             root,
             postmark_files,
@@ -84,19 +86,23 @@ impl Fixture {
         }
     }
 
-    pub fn mmap_file(&self) -> PathBuf {
+    /// mmapbench's shared file.
+    pub(crate) fn mmap_file(&self) -> PathBuf {
         self.root.join("mmapbench.dat")
     }
 
-    pub fn fops_file(&self) -> PathBuf {
+    /// FOPS's shared file.
+    pub(crate) fn fops_file(&self) -> PathBuf {
         self.root.join("fops.dat")
     }
 
-    pub fn tree_of(&self, worker: usize) -> PathBuf {
+    /// The find/grep tree of `worker`.
+    pub(crate) fn tree_of(&self, worker: usize) -> PathBuf {
         self.root.join(format!("tree{worker}"))
     }
 
-    pub fn postmark_dir(&self, worker: usize) -> PathBuf {
+    /// The postmark directory of `worker`.
+    pub(crate) fn postmark_dir(&self, worker: usize) -> PathBuf {
         self.root.join(format!("postmark{worker}"))
     }
 }

@@ -8,18 +8,20 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use super::catalog::Bench;
 use super::fixture::Fixture;
-use super::Bench;
 
 /// A tiny xorshift generator: postmark's uniform choices, reproducible.
-pub struct Rng(u64);
+struct Rng(u64);
 
 impl Rng {
-    pub fn new(seed: u64) -> Self {
+    /// A generator for `seed`; never the all-zero state xorshift cannot leave.
+    fn new(seed: u64) -> Self {
         Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
     }
 
-    pub fn below(&mut self, n: u64) -> u64 {
+    /// Uniform enough in `0..n` (0 when `n` is 0).
+    fn below(&mut self, n: u64) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
@@ -28,17 +30,24 @@ impl Rng {
 }
 
 /// Per-worker state of a running benchmark.
-pub struct Worker<'a> {
-    pub index: usize,
-    pub bench: Bench,
-    pub fixture: &'a Fixture,
+pub(crate) struct Worker<'a> {
+    /// Which worker: picks its tree and postmark directory.
+    index: usize,
+    /// What each operation does.
+    bench: Bench,
+    /// The data it works on.
+    fixture: &'a Fixture,
+    /// Postmark's choices.
     rng: Rng,
     /// Postmark: this worker's files (by number) that exist now.
     files: Vec<u32>,
+    /// Postmark: the number of the next file created.
     next_file: u32,
+    /// mmapbench: the shared file and its length.
     shared_map: Option<(File, usize)>,
 }
 
+/// `rc` as an `io::Result`, the error naming the call `what`.
 fn check(rc: libc::c_int, what: &str) -> io::Result<()> {
     if rc < 0 {
         return Err(io::Error::new(
@@ -50,7 +59,9 @@ fn check(rc: libc::c_int, what: &str) -> io::Result<()> {
 }
 
 impl<'a> Worker<'a> {
-    pub fn new(index: usize, bench: Bench, fixture: &'a Fixture) -> io::Result<Self> {
+    /// Worker `index` of `bench`, its setup done (postmark's initial files,
+    /// mmapbench's file opened).
+    pub(crate) fn new(index: usize, bench: Bench, fixture: &'a Fixture) -> io::Result<Self> {
         let mut w = Worker {
             index,
             bench,
@@ -73,7 +84,7 @@ impl<'a> Worker<'a> {
     }
 
     /// One operation of the benchmark.
-    pub fn op(&mut self) -> io::Result<()> {
+    pub(crate) fn op(&mut self) -> io::Result<()> {
         match self.bench {
             Bench::Mmapbench => self.mmapbench(),
             Bench::Sockbench => sockbench(),
@@ -131,10 +142,12 @@ impl<'a> Worker<'a> {
                 .below((POSTMARK_MAX_BYTES - POSTMARK_MIN_BYTES) as u64) as usize
     }
 
+    /// Postmark file number `n` of this worker.
     fn postmark_path(&self, n: u32) -> PathBuf {
         self.fixture.postmark_dir(self.index).join(format!("f{n}"))
     }
 
+    /// Creates the next postmark file, of a random size.
     fn write_new_file(&mut self) -> io::Result<()> {
         let n = self.next_file;
         self.next_file += 1;
@@ -144,6 +157,7 @@ impl<'a> Worker<'a> {
         Ok(())
     }
 
+    /// Postmark's starting set of files.
     fn create_initial_files(&mut self) -> io::Result<()> {
         fs::create_dir_all(self.fixture.postmark_dir(self.index))?;
         for _ in 0..self.fixture.postmark_files {
@@ -183,12 +197,15 @@ impl<'a> Worker<'a> {
 }
 
 /// A name no file has: find and grep search the whole tree (paper 1).
-pub const NEEDLE: &str = "corral-needle-not-present";
-/// Postmark's file sizes (paper 1: between 0.5 and 10 KB).
-pub const POSTMARK_MIN_BYTES: usize = 512;
-pub const POSTMARK_MAX_BYTES: usize = 10 * 1024;
+const NEEDLE: &str = "corral-needle-not-present";
+/// Postmark's smallest file (paper 1: 0.5 KB).
+const POSTMARK_MIN_BYTES: usize = 512;
+/// Postmark's largest file, exclusive (paper 1: 10 KB).
+const POSTMARK_MAX_BYTES: usize = 10 * 1024;
+/// What postmark writes.
 static FILL: [u8; POSTMARK_MAX_BYTES] = [b'x'; POSTMARK_MAX_BYTES];
 
+/// The MMU page size: mmapbench touches one byte per page.
 fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
     unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }

@@ -1,6 +1,6 @@
-//! Measurements of the lock algorithms, shared by `corral bench locks` and
-//! `corral demo`. Every function is generic over the lock type so that each
-//! algorithm runs the same loop; the caller dispatches by name.
+//! Measurements of the lock algorithms behind `corral bench locks`. Every
+//! function is generic over the lock type so that each algorithm runs the
+//! same loop; the caller dispatches by name.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -13,7 +13,7 @@ use crossbeam_utils::CachePadded;
 
 /// Paper 3, Fig. 10: "acquires the shared lock, updates 4 shared cache
 /// lines, and releases the lock".
-pub const SHARED_LINES: usize = 4;
+const SHARED_LINES: usize = 4;
 
 #[repr(align(64))]
 struct Line(AtomicU64);
@@ -37,7 +37,7 @@ impl SharedData {
 }
 
 /// Nanoseconds per uncontended acquire+release, one thread, `iters` times.
-pub fn uncontended_ns<L: RawLock>(iters: u64) -> f64 {
+pub(crate) fn uncontended_ns<L: RawLock>(iters: u64) -> f64 {
     let lock = L::default();
     let start = Instant::now();
     for _ in 0..iters {
@@ -52,7 +52,7 @@ pub fn uncontended_ns<L: RawLock>(iters: u64) -> f64 {
 /// Nanoseconds per acquire+release of a lock last released by a thread on
 /// another CPU: two threads pinned to different CPUs take turns, and only
 /// the acquire+release itself is timed.
-pub fn handoff_ns<L: RawLock>(rounds: u64) -> f64 {
+pub(crate) fn handoff_ns<L: RawLock>(rounds: u64) -> f64 {
     // Padded apart: were `turn` on the lock's line, spinning on it would
     // pull the lock into this core's cache before the timed acquire.
     let lock = CachePadded::new(L::default());
@@ -91,7 +91,7 @@ pub fn handoff_ns<L: RawLock>(rounds: u64) -> f64 {
 
 /// Paper 3's microbenchmark at `threads` threads for `duration`: completed
 /// critical sections per second, all threads together.
-pub fn throughput<L: RawLock>(threads: u32, duration: Duration) -> f64 {
+pub(crate) fn throughput<L: RawLock>(threads: u32, duration: Duration) -> f64 {
     let lock = L::default();
     let data = SharedData::new();
     let stop = AtomicBool::new(false);
@@ -131,7 +131,7 @@ pub fn throughput<L: RawLock>(threads: u32, duration: Duration) -> f64 {
 }
 
 /// Median of a non-empty sample.
-pub fn median(mut xs: Vec<f64>) -> f64 {
+pub(crate) fn median(mut xs: Vec<f64>) -> f64 {
     xs.sort_by(|a, b| a.total_cmp(b));
     let n = xs.len();
     if n % 2 == 1 {

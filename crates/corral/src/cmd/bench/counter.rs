@@ -7,47 +7,51 @@ use corral_locks::Algorithm;
 use corral_runtime::config::{Policy, RuntimeConfig};
 use serde::Serialize;
 
-use super::bench_worker::WorkerResult;
-use super::launch::{find_preload, launch, Output};
+use super::worker::WorkerResult;
+use crate::cmd::launch::{find_preload, launch, Output};
 use crate::CliError;
 
 /// Arguments of `corral bench counter`.
 #[derive(clap::Args)]
-pub struct BenchCounterArgs {
+pub(crate) struct BenchCounterArgs {
     /// `counter` (paper 1), `list` or `counters` (paper 4).
     #[arg(long, default_value = "counter", value_parser = ["counter", "list", "counters"])]
-    pub workload: String,
+    pub(crate) workload: String,
     /// Thread counts.
-    #[arg(long, value_name = "LIST", default_value = "1,2,4,8,16", value_parser = super::lists::parse_count_list)]
-    pub threads: super::lists::Counts,
+    #[arg(long, value_name = "LIST", default_value = "1,2,4,8,16", value_parser = crate::cmd::lists::parse_count_list)]
+    pub(crate) threads: crate::cmd::lists::Counts,
     /// Lock algorithm for policies `none` and `lca`.
-    #[arg(long = "lock", value_name = "ALG", default_value = "ticket", value_parser = super::run::parse_alg)]
-    pub lock: Algorithm,
+    #[arg(long = "lock", value_name = "ALG", default_value = "ticket")]
+    pub(crate) lock: Algorithm,
     /// Policies: `glibc` (no corral), `none`, `lca`.
     #[arg(long = "policy", value_name = "LIST", default_value = "glibc,none,lca", value_parser = parse_policies)]
-    pub policies: Policies,
+    pub(crate) policies: Policies,
     /// Length of each point.
     #[arg(long, value_name = "MS", default_value_t = 400, value_parser = clap::value_parser!(u64).range(1..))]
-    pub duration_ms: u64,
+    pub(crate) duration_ms: u64,
     /// Private work between critical sections, in arithmetic iterations.
     #[arg(long, value_name = "ITERATIONS", default_value_t = 0)]
-    pub work: u32,
+    pub(crate) work: u32,
     /// Print `{"points":[...]}` as JSON instead of a table.
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
 }
 
 /// A policy column: glibc's locks, or corral's under a policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum BenchPolicy {
+pub(crate) enum BenchPolicy {
+    /// glibc's own locks: the program runs without corral.
     Glibc,
+    /// corral's locks and measurement without confinement.
     None,
+    /// corral's locks under the SSC policy.
     Lca,
 }
 
 impl BenchPolicy {
-    pub fn name(self) -> &'static str {
+    /// The name in `--policy` and in the table.
+    pub(crate) fn name(self) -> &'static str {
         match self {
             BenchPolicy::Glibc => "glibc",
             BenchPolicy::None => "none",
@@ -58,8 +62,9 @@ impl BenchPolicy {
 
 /// A parsed `--policy` list.
 #[derive(Clone, Debug)]
-pub struct Policies(pub Vec<BenchPolicy>);
+pub(crate) struct Policies(pub Vec<BenchPolicy>);
 
+/// Parses `--policy`: comma-separated column names.
 fn parse_policies(s: &str) -> Result<Policies, String> {
     s.split(',')
         .map(|p| match p.trim() {
@@ -76,24 +81,30 @@ fn parse_policies(s: &str) -> Result<Policies, String> {
 
 /// One measured point.
 #[derive(Clone, Debug, Serialize)]
-pub struct CounterPoint {
-    pub workload: String,
-    pub threads: u32,
-    pub policy: BenchPolicy,
-    pub lock: String,
+pub(crate) struct CounterPoint {
+    /// `counter`, `list` or `counters`.
+    pub(crate) workload: String,
+    /// Threads of the worker program.
+    pub(crate) threads: u32,
+    /// The column.
+    pub(crate) policy: BenchPolicy,
+    /// The lock algorithm, `pthread` under glibc.
+    pub(crate) lock: String,
     /// Operations per second.
-    pub throughput: f64,
+    pub(crate) throughput: f64,
     /// SSC size at the end (lca only).
-    pub ssc_bound: Option<u32>,
+    pub(crate) ssc_bound: Option<u32>,
 }
 
+/// `--json`'s document.
 #[derive(Serialize)]
 struct CounterReport {
+    /// Every point, by thread count then policy.
     points: Vec<CounterPoint>,
 }
 
 /// Measures every (threads, policy) point, printing progress if asked.
-pub fn measure(
+pub(crate) fn measure(
     workload: &str,
     threads: &[u32],
     policies: &[BenchPolicy],
@@ -175,7 +186,11 @@ pub fn measure(
 }
 
 /// Throughput of `policy` at `threads`, if measured.
-pub fn throughput_of(points: &[CounterPoint], threads: u32, policy: BenchPolicy) -> Option<f64> {
+pub(crate) fn throughput_of(
+    points: &[CounterPoint],
+    threads: u32,
+    policy: BenchPolicy,
+) -> Option<f64> {
     points
         .iter()
         .find(|p| p.threads == threads && p.policy == policy)
@@ -183,7 +198,7 @@ pub fn throughput_of(points: &[CounterPoint], threads: u32, policy: BenchPolicy)
 }
 
 /// Prints the table: one row per thread count, one column per policy.
-pub fn print_table(points: &[CounterPoint], threads: &[u32], policies: &[BenchPolicy]) {
+pub(crate) fn print_table(points: &[CounterPoint], threads: &[u32], policies: &[BenchPolicy]) {
     let mut header = format!("{:>8}", "threads");
     for p in policies {
         header.push_str(&format!(" {:>16}", format!("{} ops/s", p.name())));
@@ -199,7 +214,8 @@ pub fn print_table(points: &[CounterPoint], threads: &[u32], policies: &[BenchPo
     }
 }
 
-pub fn run(args: BenchCounterArgs) -> Result<(), CliError> {
+/// Measures and prints the table (or the JSON document).
+pub(crate) fn run(args: BenchCounterArgs) -> Result<(), CliError> {
     let policies = &args.policies.0;
     if !args.json {
         eprintln!(
@@ -218,10 +234,7 @@ pub fn run(args: BenchCounterArgs) -> Result<(), CliError> {
     )?;
     if args.json {
         let doc = CounterReport { points };
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&doc).map_err(|e| CliError(e.to_string()))?
-        );
+        println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         print_table(&points, &args.threads, policies);
     }

@@ -1,0 +1,277 @@
+//! `corral run -- PROG ARGS`: runs an unmodified program with corral's
+//! locks (LD_PRELOAD) and the SSC policy, then reports each thread's lock
+//! wait share, the SSC size over time and every decision.
+
+mod report;
+
+use std::path::{Path, PathBuf};
+
+use corral_locks::Algorithm;
+use corral_runtime::config::{self, Policy, RuntimeConfig};
+use corral_runtime::events::{read_log, Event};
+
+use super::kernel_opts::{prepare, KernelOptions};
+use super::launch::{exit_code, find_preload, launch_observed, resolve_program, Output};
+use crate::CliError;
+use report::{build_report, summary};
+
+/// Arguments of `corral run`.
+#[derive(clap::Args)]
+pub(crate) struct RunArgs {
+    /// `lca` confines lock-intensive threads to the SSC; `none` keeps
+    /// corral's locks and measurement without confinement (the control).
+    /// Default: `lca`, or `none` with --kernel-locks (whose monitor then
+    /// does the placing).
+    #[arg(long)]
+    pub(crate) policy: Option<Policy>,
+    /// Lock algorithm replacing pthread mutexes.
+    #[arg(long = "lock", value_name = "ALG", default_value = "ticket")]
+    pub(crate) lock: Algorithm,
+    /// Lock-intensive threshold T: the wait share that qualifies a thread (paper 1: 0.10).
+    #[arg(long, value_name = "SHARE")]
+    pub(crate) threshold: Option<f64>,
+    /// Accounting window, in microseconds of thread CPU time.
+    #[arg(long, value_name = "US")]
+    pub(crate) slice_us: Option<u64>,
+    /// Monitor period in microseconds.
+    #[arg(long, value_name = "US")]
+    pub(crate) tick_us: Option<u64>,
+    /// Confirmations before the SSC size moves (paper 1: 2).
+    #[arg(long, value_name = "N")]
+    pub(crate) confirmations: Option<u32>,
+    /// Re-search timeout in milliseconds (paper 1: 30,000).
+    #[arg(long, value_name = "MS")]
+    pub(crate) research_ms: Option<u64>,
+    /// Largest SSC in cores (0 = every CPU).
+    #[arg(long, value_name = "N")]
+    pub(crate) max_ssc: Option<u32>,
+    /// Keep lock-intensive threads on the SSC even when they cool down.
+    #[arg(long)]
+    pub(crate) no_migrate_back: bool,
+    /// Spin probes before a waiter under the SSC policy yields.
+    #[arg(long, value_name = "N")]
+    pub(crate) spin_before_yield: Option<u32>,
+    /// Write the report (threads, SSC over time, decisions) as JSON here.
+    #[arg(long, value_name = "FILE.json")]
+    pub(crate) report: Option<PathBuf>,
+    /// Write the decision log (JSON lines) here.
+    #[arg(long, value_name = "FILE.jsonl")]
+    pub(crate) events: Option<PathBuf>,
+    /// No summary on stderr at exit.
+    #[arg(long)]
+    pub(crate) quiet: bool,
+    /// Measure PROG's kernel lock waiting with BPF (root; Linux 5.19+) and
+    /// confine its lock-intensive threads to the SSC by affinity.
+    #[arg(long)]
+    pub(crate) kernel_locks: bool,
+    /// The kernel-lock options `corral attach` shares.
+    #[command(flatten)]
+    pub(crate) kernel: KernelOptions,
+    /// The program and its arguments.
+    #[arg(last = true, required = true, value_name = "PROG")]
+    pub(crate) prog: Vec<String>,
+}
+
+/// A tuning flag of `corral run`, the configuration variable it sets, and
+/// its value as text when given.
+type Tuning = (&'static str, &'static str, Option<String>);
+
+fn text<T: ToString>(v: Option<T>) -> Option<String> {
+    v.map(|v| v.to_string())
+}
+
+impl RunArgs {
+    /// Every tuning flag with its variable, in one table: the values go to
+    /// the preload library's parser, and its error's key leads back to the
+    /// flag.
+    fn tuning(&self) -> [Tuning; 8] {
+        [
+            ("--threshold", config::ENV_THRESHOLD, text(self.threshold)),
+            ("--slice-us", config::ENV_SLICE_US, text(self.slice_us)),
+            ("--tick-us", config::ENV_TICK_US, text(self.tick_us)),
+            (
+                "--confirmations",
+                config::ENV_CONFIRMATIONS,
+                text(self.confirmations),
+            ),
+            (
+                "--research-ms",
+                config::ENV_RESEARCH_MS,
+                text(self.research_ms),
+            ),
+            ("--max-ssc", config::ENV_MAX_SSC, text(self.max_ssc)),
+            (
+                "--no-migrate-back",
+                config::ENV_MIGRATE_BACK,
+                self.no_migrate_back.then(|| "0".to_string()),
+            ),
+            (
+                "--spin-before-yield",
+                config::ENV_SPIN_BEFORE_YIELD,
+                text(self.spin_before_yield),
+            ),
+        ]
+    }
+
+    /// The runtime configuration the flags describe, validated by the same
+    /// parser the preload library uses; an error names the flag.
+    pub(crate) fn config(&self) -> Result<RuntimeConfig, CliError> {
+        // One SSC controller per run: with --kernel-locks the kernel monitor
+        // places threads, so the user-space side only measures unless told.
+        let default_policy = if self.kernel_locks {
+            Policy::None
+        } else {
+            Policy::Lca
+        };
+        let base = RuntimeConfig {
+            policy: self.policy.unwrap_or(default_policy),
+            lock: self.lock,
+            ..RuntimeConfig::default()
+        }
+        .to_env();
+        let tuning = self.tuning();
+        let given = |k: &str| {
+            tuning
+                .iter()
+                .find(|(_, key, _)| *key == k)
+                .and_then(|(_, _, value)| value.clone())
+        };
+        let from_base = |k: &str| {
+            base.iter()
+                .find(|(key, _)| *key == k)
+                .map(|(_, v)| v.clone())
+        };
+        RuntimeConfig::from_lookup(|k| given(k).or_else(|| from_base(k))).map_err(|e| match tuning
+            .iter()
+            .find(|(_, key, _)| *key == e.key)
+        {
+            Some((flag, ..)) => {
+                CliError::bad_value(flag, &e.value, &format!("expected {}", e.expected))
+            }
+            None => e.into(),
+        })
+    }
+}
+
+/// Runs PROG under the preload library, reports, and exits with PROG's
+/// exit code.
+pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
+    let cfg = args.config()?;
+    let prog_name = &args.prog[0];
+    if resolve_program(prog_name).is_none() {
+        return Err(CliError(format!(
+            "PROG '{prog_name}' not found (or not executable)"
+        )));
+    }
+    let preload = find_preload()?;
+    let scratch_events = (args.report.is_some() || !args.quiet) && args.events.is_none();
+    let events_path = match (&args.events, scratch_events) {
+        (Some(p), _) => Some(p.clone()),
+        (None, true) => {
+            Some(std::env::temp_dir().join(format!("corral-events.{}.jsonl", std::process::id())))
+        }
+        (None, false) => None,
+    };
+    // Loaded before the spawn so that none of the child's early forks is
+    // missed; a refusal stops here, before PROG starts.
+    let kernel = if args.kernel_locks {
+        Some(prepare(&args.kernel)?)
+    } else {
+        None
+    };
+    let (outcome, _) = launch_observed(
+        &cfg,
+        Some(&preload),
+        &args.prog,
+        events_path.as_deref(),
+        Output::Inherit,
+        &|pid| {
+            if let Some(k) = &kernel {
+                k.track(pid);
+            }
+        },
+    )?;
+    let kernel_report = kernel.map(|k| k.finish());
+    let code = exit_code(outcome.status);
+    let events = events_path.as_deref().map(read_events).unwrap_or_default();
+    if scratch_events {
+        if let Some(p) = &events_path {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+    let mut report = build_report(&cfg, code, outcome.stats.as_ref(), events);
+    report.kernel = kernel_report;
+    if !args.quiet {
+        eprintln!("{}", summary(&report, outcome.stats.as_ref()));
+    }
+    if let Some(path) = &args.report {
+        let text = serde_json::to_string_pretty(&report)?;
+        std::fs::write(path, text + "\n")
+            .map_err(|e| CliError(format!("--report {}: {e}", path.display())))?;
+    }
+    std::process::exit(code);
+}
+
+/// The decision log; empty if it cannot be read.
+fn read_events(path: &Path) -> Vec<Event> {
+    read_log(path).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{CommandFactory, Parser};
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    fn config(flags: &[&str]) -> Result<RuntimeConfig, CliError> {
+        let argv = ["corral"].iter().chain(flags).chain(&["--", "true"]);
+        Cli::try_parse_from(argv).unwrap().run.config()
+    }
+
+    #[test]
+    fn every_tuning_flag_exists() {
+        let cmd = Cli::command();
+        let longs: Vec<&str> = cmd.get_arguments().filter_map(|a| a.get_long()).collect();
+        let args = Cli::try_parse_from(["corral", "--", "true"]).unwrap().run;
+        for (flag, _, _) in args.tuning() {
+            assert!(longs.contains(&&flag[2..]), "{flag} is not a flag");
+        }
+    }
+
+    #[test]
+    fn a_bad_value_names_its_flag() {
+        assert_eq!(
+            config(&["--slice-us", "10"]).unwrap_err().0,
+            "--slice-us: invalid value '10': expected microseconds >= 100"
+        );
+        assert!(config(&["--threshold", "1.5"])
+            .unwrap_err()
+            .0
+            .starts_with("--threshold: "));
+        assert_eq!(
+            config(&["--confirmations", "3"]).unwrap().ssc.confirmations,
+            3
+        );
+    }
+
+    #[test]
+    fn overflowing_durations_name_the_flag() {
+        for (flag, value) in [
+            ("--slice-us", u64::MAX),
+            ("--tick-us", u64::MAX / 1_000 + 1),
+            ("--research-ms", u64::MAX),
+        ] {
+            let e = config(&[flag, &value.to_string()]).unwrap_err().0;
+            assert!(
+                e.starts_with(&format!("{flag}: invalid value '{value}'")),
+                "{e}"
+            );
+            assert!(e.contains("overflows"), "{e}");
+        }
+    }
+}
