@@ -148,19 +148,9 @@ pub fn run_sweep(
     })
 }
 
-/// CPU time consumed by the calling thread, in seconds.
+/// The calling thread's CPU time in seconds (0 if the clock cannot be read).
 fn thread_cpu_seconds() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; the clock id is a constant
-    // every Linux kernel supports.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return 0.0;
-    }
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+    corral_locks::sys::clock::thread_cpu_ns() as f64 * 1e-9
 }
 
 /// The report as CSV, one line per point.

@@ -21,7 +21,7 @@ mod report;
 mod session;
 mod source;
 
-pub use kinds::LockKinds;
+pub use kinds::{LockKinds, UnknownLockKind};
 pub use monitor::{KernelMonitor, MonitorConfig, ReportInputs};
 pub use record::{LockStat, SliceRecord, SLICE_RECORD_BYTES};
 pub use refusal::{has_bpf_capabilities, preflight, ProbeEnv, Refusal, REQUIRED_TRACEPOINTS};

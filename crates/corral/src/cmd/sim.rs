@@ -10,7 +10,7 @@ use std::path::Path;
 
 /// Arguments of `corral sim`.
 #[derive(clap::Args)]
-pub struct SimArgs {
+pub(crate) struct SimArgs {
     /// Workloads: built-in names or JSON files, comma-separated.
     #[arg(long, default_value = "mempop", value_delimiter = ',')]
     pub workload: Vec<String>,
@@ -88,7 +88,7 @@ fn progress_bar(done: usize, total: usize) {
     }
 }
 
-pub fn run(args: SimArgs) -> Result<(), CliError> {
+pub(crate) fn run(args: SimArgs) -> Result<(), CliError> {
     if args.list {
         list();
         return Ok(());
