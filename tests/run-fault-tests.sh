@@ -2,7 +2,9 @@
 # The fault tests of tests/faults: C programs that once made corral corrupt,
 # hang or outlive the program it runs. Each runs under `corral run` with
 # both policies and every lock algorithm (or those its `// fault-locks:`
-# line names) and must exit 0 within its limit.
+# line names) and must exit 0 within its limit. The scripts there
+# (tests/faults/*.sh CORRAL SCRATCH) check what a C program cannot, such as
+# signals sent to corral itself.
 #
 #   tests/run-fault-tests.sh [CORRAL]   (default: target/release/corral,
 #                                        built with the preload if missing)
@@ -44,6 +46,16 @@ for src in tests/faults/*.c; do
     done
     if [[ $bad == 0 ]]; then
         echo "ok   $name ($(tail -1 "$scratch/out"); locks: $algs; policies none, lca)"
+    fi
+done
+for script in tests/faults/*.sh; do
+    name=$(basename "$script" .sh)
+    if timeout 120 bash "$script" "$corral" "$scratch" >"$scratch/out" 2>&1; then
+        echo "ok   $name ($(tail -1 "$scratch/out"))"
+    else
+        echo "FAIL $name"
+        cat "$scratch/out"
+        failed=1
     fi
 done
 exit $failed

@@ -81,6 +81,88 @@ impl AtomicCpuMask {
     }
 }
 
+impl AtomicCpuMask {
+    /// A copy of the set.
+    pub fn snapshot(&self) -> CpuMask {
+        let mut m = CpuMask::EMPTY;
+        for (r, w) in m.0.iter_mut().zip(&self.words) {
+            *r = w.load(Ordering::Relaxed); // Relaxed: see the type's docs.
+        }
+        m
+    }
+}
+
+/// A plain CPU set, laid out as the kernel's cpumask (little-endian u64
+/// words), for a thread's own affinity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CpuMask(pub [u64; MASK_WORDS]);
+
+impl CpuMask {
+    /// No CPU.
+    pub const EMPTY: CpuMask = CpuMask([0; MASK_WORDS]);
+
+    /// Whether no CPU is in the set.
+    pub fn is_empty(&self) -> bool {
+        self.0.iter().all(|&w| w == 0)
+    }
+
+    /// The CPUs in both sets.
+    pub fn and(&self, other: &CpuMask) -> CpuMask {
+        let mut m = *self;
+        for (a, b) in m.0.iter_mut().zip(other.0) {
+            *a &= b;
+        }
+        m
+    }
+
+    /// Where a placement onto `target` lands for a thread whose own
+    /// affinity is `self`: narrowed within it, never widened or replaced.
+    /// An empty `target` (no set chosen) or one disjoint from the thread's
+    /// own CPUs leaves the thread where it asked to be.
+    pub fn narrowed_to(&self, target: &CpuMask) -> CpuMask {
+        let both = self.and(target);
+        if target.is_empty() || both.is_empty() {
+            *self
+        } else {
+            both
+        }
+    }
+
+    /// The affinity of thread `tid` (0 = the caller), or `None` if the
+    /// kernel refused. No allocation.
+    pub fn of_thread(tid: i32) -> Option<CpuMask> {
+        let mut m = CpuMask::EMPTY;
+        // SAFETY: `m.0` is a writable bitmap of the size passed.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_sched_getaffinity,
+                tid,
+                core::mem::size_of_val(&m.0),
+                m.0.as_mut_ptr(),
+            )
+        };
+        (rc > 0).then_some(m)
+    }
+
+    /// Sets thread `tid`'s (0 = the caller) affinity to the set; false if
+    /// the kernel refused or the set is empty.
+    pub fn apply(&self, tid: i32) -> bool {
+        if self.is_empty() {
+            return false;
+        }
+        // SAFETY: `self.0` is a readable bitmap of the size passed.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_sched_setaffinity,
+                tid,
+                core::mem::size_of_val(&self.0),
+                self.0.as_ptr(),
+            )
+        };
+        rc == 0
+    }
+}
+
 impl Default for AtomicCpuMask {
     fn default() -> Self {
         Self::new()
@@ -90,6 +172,37 @@ impl Default for AtomicCpuMask {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn mask(cpus: &[u32]) -> CpuMask {
+        let a = AtomicCpuMask::new();
+        a.store(cpus);
+        a.snapshot()
+    }
+
+    #[test]
+    fn a_placement_narrows_within_the_threads_own_cpus_and_never_replaces_them() {
+        let own = mask(&[1, 2]);
+        assert_eq!(own.narrowed_to(&mask(&[0, 1])), mask(&[1]));
+        // Disjoint: the thread stays where it asked to be.
+        assert_eq!(own.narrowed_to(&mask(&[0])), own);
+        assert_eq!(own.narrowed_to(&CpuMask::EMPTY), own);
+        assert_eq!(mask(&[0, 1, 2, 3]).narrowed_to(&mask(&[3])), mask(&[3]));
+    }
+
+    #[test]
+    fn reads_back_what_it_applied() {
+        std::thread::spawn(|| {
+            let own = CpuMask::of_thread(0).unwrap();
+            let first = (0..64 * MASK_WORDS as u32)
+                .find(|&c| own.0[c as usize / 64] & (1 << (c % 64)) != 0)
+                .unwrap();
+            let one = mask(&[first]);
+            assert!(one.apply(0));
+            assert_eq!(CpuMask::of_thread(0), Some(one));
+        })
+        .join()
+        .unwrap();
+    }
 
     #[test]
     fn stores_and_lists_cpus_across_words() {

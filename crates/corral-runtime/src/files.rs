@@ -173,9 +173,24 @@ pub fn open_append_checked(path: &Path, identity: (u64, u64)) -> Result<File, Fi
 }
 
 /// Whether process `pid` is alive (or exists but is not ours to signal).
+/// A zombie is not: it wrote its last byte, and where the reaper is slow
+/// (a container's init) its files would otherwise never be removed.
 fn alive(pid: i32) -> bool {
     // SAFETY: signal 0 only checks that the process exists.
-    unsafe { libc::kill(pid, 0) == 0 || *libc::__errno_location() != libc::ESRCH }
+    let exists = unsafe { libc::kill(pid, 0) == 0 || *libc::__errno_location() != libc::ESRCH };
+    exists && !is_zombie(pid)
+}
+
+/// Whether `/proc/<pid>/stat` says the process has exited (Z or X).
+fn is_zombie(pid: i32) -> bool {
+    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // The state follows the command name's closing parenthesis.
+    let state = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.trim_start().chars().next());
+    matches!(state, Some('Z' | 'X'))
 }
 
 /// The pid a file of the private directory belongs to, from its name
@@ -219,6 +234,27 @@ mod tests {
         let _ = fs::remove_dir_all(&dir);
         ensure_private_dir(&dir).unwrap();
         dir
+    }
+
+    #[test]
+    fn a_zombies_files_are_stale() {
+        let dir = scratch("zombie");
+        // SAFETY: the child only calls _exit.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            // SAFETY: async-signal-safe exit of the forked child.
+            unsafe { libc::_exit(0) };
+        }
+        // Not reaped yet: a zombie, as under an init that never reaps.
+        while !is_zombie(pid) {
+            std::thread::yield_now();
+        }
+        fs::write(dir.join(format!("stats.{pid}")), b"x").unwrap();
+        fs::write(dir.join(format!("stats.{}", std::process::id())), b"x").unwrap();
+        assert_eq!(remove_stale(&dir), 1);
+        // SAFETY: reaps the child forked above.
+        unsafe { libc::waitpid(pid, core::ptr::null_mut(), 0) };
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

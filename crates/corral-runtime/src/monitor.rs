@@ -387,7 +387,6 @@ pub fn start(
     if allowed.is_empty() {
         return Err(StartError("cannot read the process's CPU affinity".into()));
     }
-    registry::START_MASK.store(&allowed);
     let cpus = crate::topology::ssc_order(&allowed).unwrap_or_else(|(allowed, _)| allowed);
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() };

@@ -11,7 +11,7 @@ use corral_locks::wait::{clear_thread_counter, set_thread_counter};
 use corral_locks::WaitCounter;
 use corral_policy::placement::Placement;
 
-use crate::cpuset::AtomicCpuMask;
+use crate::cpuset::{AtomicCpuMask, CpuMask};
 
 /// Capacity of the thread table. Once it is full, slots of exited threads
 /// are reused; a thread that finds none runs unmanaged, its waits counted
@@ -99,8 +99,6 @@ static MANAGED: AtomicBool = AtomicBool::new(false);
 pub static SSC_MASK: AtomicCpuMask = AtomicCpuMask::new();
 /// The general CPUs (the SSC's complement, or every CPU when it is empty).
 pub static GENERAL_MASK: AtomicCpuMask = AtomicCpuMask::new();
-/// The CPUs the process started with.
-pub static START_MASK: AtomicCpuMask = AtomicCpuMask::new();
 /// Spin probes of a waiter under the SSC policy before it yields.
 static SPIN_BEFORE_YIELD: AtomicU32 = AtomicU32::new(crate::config::DEFAULT_SPIN_BEFORE_YIELD);
 
@@ -121,6 +119,10 @@ struct Local {
     tid: Cell<i32>,
     applied_want: Cell<Placement>,
     applied_seq: Cell<u32>,
+    /// The CPUs the program itself gave this thread (learnt at each move).
+    own_mask: Cell<Option<CpuMask>>,
+    /// The mask corral last set on this thread.
+    applied_mask: Cell<Option<CpuMask>>,
 }
 
 std::thread_local! {
@@ -131,6 +133,8 @@ std::thread_local! {
             tid: Cell::new(0),
             applied_want: Cell::new(Placement::Unconfined),
             applied_seq: Cell::new(0),
+            own_mask: Cell::new(None),
+            applied_mask: Cell::new(None),
         }
     };
 }
@@ -222,13 +226,27 @@ fn reuse_gone_slot() -> Option<usize> {
 #[inline(never)]
 fn migrate(l: &Local, s: &Slot, seq: u32) {
     let want = s.want.load(Ordering::Relaxed); // Relaxed: ordered by the seq's Acquire.
-    let mask = match want {
-        Placement::Ssc => &SSC_MASK,
-        Placement::General => &GENERAL_MASK,
-        Placement::Unconfined => &START_MASK,
+    let target = match want {
+        Placement::Ssc => SSC_MASK.snapshot(),
+        Placement::General => GENERAL_MASK.snapshot(),
+        Placement::Unconfined => CpuMask::EMPTY,
     };
-    // A refused move is not retried until the placement changes again.
-    mask.apply(0);
+    // The program's own pinning is respected: corral narrows within it and
+    // gives it back when unconfined (a mask other than corral's last one is
+    // the program's own choice). A refused move is not retried until the
+    // placement changes again.
+    if let Some(now) = CpuMask::of_thread(0) {
+        let own = match (l.applied_mask.get(), l.own_mask.get()) {
+            (Some(ours), Some(own)) if ours == now => own,
+            _ => now,
+        };
+        let land = own.narrowed_to(&target);
+        if land != now {
+            land.apply(0);
+        }
+        l.own_mask.set(Some(own));
+        l.applied_mask.set(Some(land));
+    }
     l.applied_want.set(want);
     l.applied_seq.set(seq);
     s.applied.store(want, Ordering::Relaxed); // Relaxed: read by the monitor as a hint.
@@ -289,8 +307,8 @@ pub fn spin_before_yield() -> u32 {
 }
 
 /// In a forked child: only the forking thread survives, with a new tid.
-/// Forgets every slot, stops placement and gives the thread the CPUs the
-/// process started with. Async-signal-safe (atomics and one syscall).
+/// Forgets every slot, stops placement and gives the thread back the CPUs
+/// it had before corral moved it. Async-signal-safe (atomics and one syscall).
 pub fn reset_after_fork() {
     MANAGED.store(false, Ordering::Relaxed); // Relaxed: single-threaded here.
     let used = slots_in_use();
@@ -309,8 +327,13 @@ pub fn reset_after_fork() {
         l.tid.set(0);
         l.applied_want.set(Placement::Unconfined);
         l.applied_seq.set(0);
+        // The surviving thread gets back its own CPUs if corral moved it.
+        if let (Some(own), Some(ours)) = (l.own_mask.take(), l.applied_mask.take()) {
+            if CpuMask::of_thread(0) == Some(ours) {
+                own.apply(0);
+            }
+        }
     });
-    START_MASK.apply(0);
 }
 
 /// Marks the calling thread as never managed (the monitor itself).

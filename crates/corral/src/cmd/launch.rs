@@ -8,6 +8,7 @@ use std::process::{Command, ExitStatus, Stdio};
 use corral_runtime::config::{RuntimeConfig, ENV_EVENTS, ENV_PARENT_PID};
 use corral_runtime::stats::{StatsMap, StatsSnapshot};
 
+use super::signals;
 use crate::CliError;
 
 /// The preload library's file name.
@@ -163,15 +164,17 @@ pub(crate) fn launch_observed(
     if let Output::Capture = output {
         cmd.stdout(Stdio::piped());
     }
-    ignore_terminal_signals();
+    signals::die_with_parent(&mut cmd);
+    signals::forward_to_program();
     let child = cmd
         .spawn()
         .map_err(|e| CliError(format!("cannot start '{name}': {e}")))?;
     let pid = child.id() as i32;
+    signals::program_started(pid);
     on_spawn(pid);
-    let out = child
-        .wait_with_output()
-        .map_err(|e| CliError(format!("waiting for '{name}': {e}")))?;
+    let out = child.wait_with_output();
+    signals::program_ended();
+    let out = out.map_err(|e| CliError(format!("waiting for '{name}': {e}")))?;
     let stats_path = corral_runtime::abi::stats_path(pid);
     let stats = StatsMap::open(&stats_path).ok().map(|m| m.snapshot());
     let _ = std::fs::remove_file(&stats_path);
@@ -182,30 +185,4 @@ pub(crate) fn launch_observed(
         },
         out.stdout,
     ))
-}
-
-/// A signal handler that does nothing.
-extern "C" fn ignore(_: libc::c_int) {}
-
-/// Ctrl-C and friends reach the program (same process group); corral
-/// survives them to report, with a handler rather than SIG_IGN so the
-/// program does not inherit an ignored signal.
-fn ignore_terminal_signals() {
-    for sig in [libc::SIGINT, libc::SIGQUIT, libc::SIGTERM] {
-        // SAFETY: installs a handler that does nothing, async-signal-safe.
-        unsafe {
-            libc::signal(
-                sig,
-                ignore as extern "C" fn(libc::c_int) as libc::sighandler_t,
-            )
-        };
-    }
-}
-
-/// PROG's exit code as a shell reports it (128 + signal when killed).
-pub(crate) fn exit_code(status: ExitStatus) -> i32 {
-    use std::os::unix::process::ExitStatusExt;
-    status
-        .code()
-        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
 }

@@ -10,4 +10,5 @@ pub(crate) mod launch;
 pub(crate) mod lists;
 pub(crate) mod model;
 pub(crate) mod run;
+pub(crate) mod signals;
 pub(crate) mod sim;

@@ -11,7 +11,8 @@ use corral_runtime::config::{self, Policy, RuntimeConfig};
 use corral_runtime::events::{read_log, Event};
 
 use super::kernel_opts::{prepare, KernelOptions};
-use super::launch::{exit_code, find_preload, launch_observed, resolve_program, Output};
+use super::launch::{find_preload, launch_observed, resolve_program, Output};
+use super::signals::{exit_code, exit_like};
 use crate::CliError;
 use report::{build_report, summary};
 
@@ -164,13 +165,24 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
         )));
     }
     let preload = find_preload()?;
+    // Files left by runs killed before they could clean up (kill -9).
+    if let Ok(dir) = corral_runtime::files::private_dir() {
+        corral_runtime::files::remove_stale(&dir);
+    }
     let scratch_events = (args.report.is_some() || !args.quiet) && args.events.is_none();
     let events_path = match (&args.events, scratch_events) {
         (Some(p), _) => Some(p.clone()),
-        (None, true) => {
-            Some(std::env::temp_dir().join(format!("corral-events.{}.jsonl", std::process::id())))
-        }
+        (None, true) => Some(scratch_events_path()?),
         (None, false) => None,
+    };
+    // Opened now: an unwritable path is refused before PROG runs, not
+    // after, where the error would replace PROG's exit status.
+    let report_file = match &args.report {
+        Some(path) => Some(
+            std::fs::File::create(path)
+                .map_err(|e| CliError(format!("--report {}: {e}", path.display())))?,
+        ),
+        None => None,
     };
     // Loaded before the spawn so that none of the child's early forks is
     // missed; a refusal stops here, before PROG starts.
@@ -196,7 +208,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
     let events = events_path.as_deref().map(read_events).unwrap_or_default();
     if scratch_events {
         if let Some(p) = &events_path {
-            let _ = std::fs::remove_file(p);
+            corral_runtime::events::remove_log(p);
         }
     }
     let mut report = build_report(&cfg, code, outcome.stats.as_ref(), events);
@@ -204,12 +216,23 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
     if !args.quiet {
         eprintln!("{}", summary(&report, outcome.stats.as_ref()));
     }
-    if let Some(path) = &args.report {
+    if let (Some(mut file), Some(path)) = (report_file, &args.report) {
+        use std::io::Write;
         let text = serde_json::to_string_pretty(&report)?;
-        std::fs::write(path, text + "\n")
-            .map_err(|e| CliError(format!("--report {}: {e}", path.display())))?;
+        // PROG has run: a failed write is said, and PROG's status still wins.
+        if let Err(e) = file.write_all((text + "\n").as_bytes()) {
+            eprintln!("corral: --report {}: {e}", path.display());
+        }
     }
-    std::process::exit(code);
+    exit_like(outcome.status);
+}
+
+/// The decision log of this run when the user named none: in corral's
+/// private directory (owner-only, no links followed), removed afterwards.
+fn scratch_events_path() -> Result<PathBuf, CliError> {
+    use corral_runtime::files;
+    files::private_dir().map_err(|e| CliError(format!("decision log: {e}")))?;
+    Ok(files::events_path(std::process::id() as i32))
 }
 
 /// The decision log; empty if it cannot be read.
