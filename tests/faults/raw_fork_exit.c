@@ -4,7 +4,6 @@
 // child then hung in exit() for good. The fault is in the monitor, not
 // the lock: two algorithms suffice (64 threads on a few cores would
 // collapse a FIFO spin lock, which is not what this test is about).
-// fault-locks: futex adaptive
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <signal.h>

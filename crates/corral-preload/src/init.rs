@@ -101,6 +101,7 @@ extern "C" fn on_load() {
         Ok(cfg) => cfg,
         Err(e) => return degrade(&e.to_string()),
     };
+    registry::set_waiting(cfg.waiting);
     let root = is_root_process();
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() };

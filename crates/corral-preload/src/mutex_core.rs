@@ -8,6 +8,7 @@ use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 
 use corral_locks::wait::{now_ticks, thread_counter};
 use corral_locks::RawLock;
+use corral_runtime::parking::Parking;
 use corral_runtime::registry::{current_tid, on_lock_attempt};
 use corral_runtime::waiting::lock_contended;
 
@@ -18,14 +19,15 @@ use crate::lockdispatch::{self, with_lock};
 /// corral's view of a `pthread_mutex_t` (40 bytes on x86_64 glibc). The
 /// type sits where glibc keeps `__kind`, so glibc's static initialisers
 /// (`PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP`, ...) mean the same here.
+/// Every field but `kind` is corral's own (glibc's initialisers zero them).
 #[repr(C)]
 struct MutexWords {
-    _glibc_lock: u32,
+    /// Where a waiter of a spinning algorithm sleeps (zero when none).
+    parking: Parking,
     /// Recursion depth of a recursive mutex.
     count: AtomicU32,
     /// Owner's tid for recursive and error-checking mutexes.
     owner: AtomicI32,
-    _nusers: u32,
     /// glibc's `__kind`: type in the low bits, flags above.
     kind: AtomicI32,
     _spins: u32,
@@ -36,6 +38,8 @@ struct MutexWords {
 
 const _: () =
     assert!(core::mem::size_of::<MutexWords>() == core::mem::size_of::<libc::pthread_mutex_t>());
+// `kind` stays where glibc's static initialisers put `__kind`.
+const _: () = assert!(core::mem::offset_of!(MutexWords, kind) == 16);
 
 const KIND_MASK: i32 = 3;
 /// glibc's robust, priority-inheritance, priority-protect and
@@ -191,6 +195,9 @@ impl Mutex<'_> {
         // SAFETY: the owner check above, or POSIX's precondition for a
         // normal mutex: the caller holds the lock.
         with_lock!(state, l => unsafe { l.unlock() });
+        if !lockdispatch::current().is_parking() {
+            w.parking.after_release();
+        }
         0
     }
 
@@ -288,7 +295,8 @@ impl Mutex<'_> {
         let state = self.w.state();
         with_lock!(state, l => {
             if !l.try_lock() {
-                lock_contended(l, lockdispatch::current().is_parking());
+                let parks = lockdispatch::current().is_parking();
+                lock_contended(l, parks, Some(&self.w.parking));
             }
         })
     }

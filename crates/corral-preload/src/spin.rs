@@ -1,7 +1,7 @@
 //! `pthread_spin_*` on corral's test-and-test-and-set lock: a
 //! `pthread_spinlock_t` is one `int`, which TTAS's single byte fits, and
-//! zero is unlocked. Confined threads spin briefly, then yield, like the
-//! mutexes.
+//! zero is unlocked. Waiters spin briefly, then yield (confined threads)
+//! or sleep in backed-off steps (the lock has no room for parking words).
 
 use core::ffi::c_int;
 
@@ -59,7 +59,7 @@ pub unsafe extern "C" fn pthread_spin_lock(s: *mut libc::pthread_spinlock_t) -> 
     // SAFETY: `s` is live (this function's contract).
     let l = unsafe { lock_of(s) };
     if !l.try_lock() {
-        lock_contended(l, false);
+        lock_contended(l, false, None);
     }
     0
 }

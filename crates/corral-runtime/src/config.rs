@@ -30,6 +30,9 @@ pub const ENV_MAX_SSC: &str = "CORRAL_MAX_SSC";
 pub const ENV_MIGRATE_BACK: &str = "CORRAL_MIGRATE_BACK";
 /// Spin probes before a waiter under the SSC policy yields.
 pub const ENV_SPIN_BEFORE_YIELD: &str = "CORRAL_SPIN_BEFORE_YIELD";
+/// `park` (default) or `spin`: how a waiter of a spinning algorithm waits
+/// when no policy manages it.
+pub const ENV_WAIT: &str = "CORRAL_WAIT";
 /// Path of the JSON-lines decision log (optional).
 pub const ENV_EVENTS: &str = "CORRAL_EVENTS";
 /// Pid of the `corral run` that started the program: its direct child is
@@ -80,6 +83,55 @@ impl FromStr for Policy {
         }
     }
 }
+
+/// How a waiter of a spinning lock algorithm (every `--lock` but futex and
+/// adaptive) waits where no policy manages it (`--policy none`, a forked
+/// child, a real-time thread, a rejected configuration).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Waiting {
+    /// Spin briefly, then sleep until a release wakes it: never burns a
+    /// core behind a holder that is not running. The default.
+    Park,
+    /// Wait as the algorithm does (a FIFO spin), without bound: for study
+    /// and reproduction of collapse only.
+    Spin,
+}
+
+impl Waiting {
+    /// The CLI name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Waiting::Park => "park",
+            Waiting::Spin => "spin",
+        }
+    }
+}
+
+impl FromStr for Waiting {
+    type Err = UnknownWaiting;
+
+    /// Parses `park` or `spin`.
+    fn from_str(s: &str) -> Result<Self, UnknownWaiting> {
+        match s {
+            "park" => Ok(Waiting::Park),
+            "spin" => Ok(Waiting::Spin),
+            _ => Err(UnknownWaiting(s.to_owned())),
+        }
+    }
+}
+
+/// A waiting name that is neither `park` nor `spin`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownWaiting(pub String);
+
+impl fmt::Display for UnknownWaiting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "unknown waiting '{}'; allowed: park, spin", self.0)
+    }
+}
+
+impl std::error::Error for UnknownWaiting {}
 
 /// A policy name that is neither `none` nor `lca`; its message lists both.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -134,6 +186,8 @@ impl std::error::Error for ConfigError {}
 pub enum Expected {
     /// A [`Policy`] name.
     Policy,
+    /// A [`Waiting`] name.
+    Waiting,
     /// A lock algorithm name ([`Algorithm::ALL`]).
     LockAlgorithm,
     /// A whole number of `unit`s, at least `min`.
@@ -213,6 +267,7 @@ impl fmt::Display for Expected {
             Expected::CoreCount => f.write_str("a core count (0 = all)"),
             Expected::ZeroOrOne => f.write_str("0 or 1"),
             Expected::SpinCount => f.write_str("a spin count"),
+            Expected::Waiting => f.write_str("park or spin"),
         }
     }
 }
@@ -230,6 +285,8 @@ pub struct RuntimeConfig {
     pub tick_ns: u64,
     /// Spin probes before a waiter under the SSC policy yields.
     pub spin_before_yield: u32,
+    /// How an unmanaged waiter of a spinning algorithm waits.
+    pub waiting: Waiting,
     /// The SSC controller's parameters.
     pub ssc: SscParams,
 }
@@ -242,6 +299,7 @@ impl Default for RuntimeConfig {
             slice_ns: DEFAULT_SLICE_US * 1_000,
             tick_ns: DEFAULT_TICK_US * 1_000,
             spin_before_yield: DEFAULT_SPIN_BEFORE_YIELD,
+            waiting: Waiting::Park,
             ssc: SscParams::user_space(),
         }
     }
@@ -329,6 +387,11 @@ impl RuntimeConfig {
         if let Some(v) = get(ENV_SPIN_BEFORE_YIELD) {
             c.spin_before_yield = parse_num(ENV_SPIN_BEFORE_YIELD, &v, Expected::SpinCount)?;
         }
+        if let Some(v) = get(ENV_WAIT) {
+            c.waiting = v
+                .parse()
+                .map_err(|_: UnknownWaiting| ConfigError::new(ENV_WAIT, &v, Expected::Waiting))?;
+        }
         Ok(c)
     }
 
@@ -356,6 +419,7 @@ impl RuntimeConfig {
                 u8::from(self.ssc.migrate_back).to_string(),
             ),
             (ENV_SPIN_BEFORE_YIELD, self.spin_before_yield.to_string()),
+            (ENV_WAIT, self.waiting.name().to_string()),
         ]
     }
 }

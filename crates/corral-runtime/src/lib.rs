@@ -11,6 +11,7 @@ pub mod events;
 pub mod files;
 pub mod kernel;
 pub mod monitor;
+pub mod parking;
 pub mod registry;
 pub mod stats;
 pub mod topology;

@@ -295,6 +295,22 @@ pub fn publish_masks(ssc: &[u32], general: &[u32]) {
     }
 }
 
+/// Whether unmanaged waiters of spinning algorithms wait as the algorithm
+/// does, without bound (`--wait spin`, for study); parking otherwise.
+static SPIN_UNBOUNDED: AtomicBool = AtomicBool::new(false);
+
+/// Sets how unmanaged waiters of spinning algorithms wait.
+pub fn set_waiting(waiting: crate::config::Waiting) {
+    // Relaxed: a mode read at each contended wait.
+    SPIN_UNBOUNDED.store(waiting == crate::config::Waiting::Spin, Ordering::Relaxed);
+}
+
+/// Whether unmanaged waiters spin without bound (`--wait spin`).
+#[inline]
+pub fn spins_unbounded() -> bool {
+    SPIN_UNBOUNDED.load(Ordering::Relaxed) // Relaxed: see `set_waiting`.
+}
+
 /// Sets the brief spin of waiters under the SSC policy.
 pub fn set_spin_before_yield(spins: u32) {
     SPIN_BEFORE_YIELD.store(spins, Ordering::Relaxed); // Relaxed: a tuning knob.

@@ -1,8 +1,11 @@
 //! How a thread waits for a held lock, and how that wait is counted.
 //!
-//! Without a placement policy (`--policy none`, the control) a thread waits
-//! as its algorithm does (the ticket lock spins in FIFO order), timed with
-//! the TSC as paper 1's `sched_lock()` (Algorithm 1).
+//! Every wait is timed with the TSC as paper 1's `sched_lock()`
+//! (Algorithm 1). Without a placement policy (`--policy none`, a forked
+//! child without a monitor) a waiter polls, spins briefly, then sleeps
+//! until a release wakes it ([`crate::parking`]); only `--wait spin` keeps
+//! the algorithm's own wait (the ticket lock's unbounded FIFO spin), to
+//! study and reproduce collapse. Real-time waiters always sleep.
 //!
 //! Under the SSC policy a waiter polls the lock (`is_locked`, then
 //! `try_lock`) instead of joining its queue, spins briefly, then yields
@@ -26,42 +29,75 @@ use corral_locks::RawLock;
 /// The clock reads this module once defined, kept at their old paths.
 pub use corral_locks::sys::clock::{monotonic_ns, thread_cpu_ns, thread_cpu_ns_of as cpu_ns_of};
 
-use crate::registry::{is_managed, on_lock_attempt, spin_before_yield};
+use crate::parking::Parking;
+use crate::registry::{is_managed, on_lock_attempt, spin_before_yield, spins_unbounded};
 
 /// Polls between two re-checks of the waiter's placement.
 pub const PLACEMENT_RECHECK_POLLS: u32 = 64;
 
+/// First and longest sleep of a waiter whose lock has no [`Parking`]
+/// words (a `pthread_spinlock_t` is one int): it backs off in sleeps.
+const SLEEP_FIRST_NS: u64 = 2_000;
+const SLEEP_MAX_NS: u64 = 1_000_000;
+
 /// Acquires `lock` after a failed first attempt, recording the wait into
 /// the calling thread's counter. `parks`: the algorithm sleeps by itself.
+/// `parking`: the lock's parking words, where it has them; its releaser
+/// calls [`Parking::after_release`].
+///
+/// A waiter polls and spins briefly. Then a thread the SSC policy manages
+/// yields between polls (it must move when its placement changes), and
+/// any other waiter, or a real-time one (whose yield never lets a
+/// lower-priority holder run), sleeps until a release wakes it. Only
+/// `--wait spin` keeps the algorithm's own unbounded spin, for study.
 #[cold]
 #[inline(never)]
-pub fn lock_contended<L: RawLock>(lock: &L, parks: bool) {
+pub fn lock_contended<L: RawLock>(lock: &L, parks: bool, parking: Option<&Parking>) {
     let start = now_ticks();
-    if parks || !is_managed() {
+    let managed = is_managed();
+    if parks || (!managed && spins_unbounded()) {
         lock.lock();
         thread_counter().record(now_ticks().wrapping_sub(start).max(1));
         return;
     }
     let spin = spin_before_yield();
     let mut yielding_since: Option<(u64, u64)> = None;
+    let mut sleeps: Option<bool> = None;
+    let mut sleep_ns = SLEEP_FIRST_NS;
     let mut polls = 0u32;
     loop {
         if !lock.is_locked() && lock.try_lock() {
             break;
         }
         polls = polls.wrapping_add(1);
-        if polls.is_multiple_of(PLACEMENT_RECHECK_POLLS) {
+        if managed && polls.is_multiple_of(PLACEMENT_RECHECK_POLLS) {
             on_lock_attempt();
         }
-        if polls >= spin {
+        if polls < spin {
+            core::hint::spin_loop();
+            continue;
+        }
+        if !*sleeps.get_or_insert_with(|| !managed || is_real_time()) {
             if yielding_since.is_none() {
                 yielding_since = Some((now_ticks().wrapping_sub(start), thread_cpu_ns()));
             }
             // SAFETY: sched_yield has no preconditions.
             unsafe { libc::sched_yield() };
-        } else {
-            core::hint::spin_loop();
+            continue;
         }
+        match parking {
+            Some(p) => {
+                p.park(|| lock.is_locked());
+            }
+            None => {
+                sleep(sleep_ns);
+                sleep_ns = (sleep_ns * 2).min(SLEEP_MAX_NS);
+            }
+        }
+        if managed {
+            on_lock_attempt();
+        }
+        polls = 0; // woken: spin briefly again before the next sleep
     }
     let waited = match yielding_since {
         None => now_ticks().wrapping_sub(start),
@@ -70,6 +106,22 @@ pub fn lock_contended<L: RawLock>(lock: &L, parks: bool) {
         }
     };
     thread_counter().record(waited.max(1));
+}
+
+/// Whether the calling thread runs under a real-time policy.
+fn is_real_time() -> bool {
+    // SAFETY: sched_getscheduler(0) reads the caller's policy.
+    let policy = unsafe { libc::sched_getscheduler(0) } & !libc::SCHED_RESET_ON_FORK;
+    policy == libc::SCHED_FIFO || policy == libc::SCHED_RR
+}
+
+fn sleep(ns: u64) {
+    let ts = libc::timespec {
+        tv_sec: (ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: `ts` is a valid timespec; the remainder is not wanted.
+    unsafe { libc::nanosleep(&ts, core::ptr::null_mut()) };
 }
 
 #[cfg(test)]
@@ -91,7 +143,7 @@ mod tests {
                 std::thread::spawn(move || {
                     for _ in 0..2_000 {
                         if !lock.try_lock() {
-                            lock_contended(&*lock, i % 2 == 0);
+                            lock_contended(&*lock, i % 2 == 0, None);
                         }
                         // A non-atomic read-modify-write: lost updates would show.
                         let v = count.load(Ordering::Relaxed);

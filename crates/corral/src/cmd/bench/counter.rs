@@ -4,7 +4,7 @@
 //! counts. Ratios come from one invocation.
 
 use corral_locks::Algorithm;
-use corral_runtime::config::{Policy, RuntimeConfig};
+use corral_runtime::config::{Policy, RuntimeConfig, Waiting};
 use serde::Serialize;
 
 use super::worker::WorkerResult;
@@ -43,7 +43,9 @@ pub(crate) struct BenchCounterArgs {
 pub(crate) enum BenchPolicy {
     /// glibc's own locks: the program runs without corral.
     Glibc,
-    /// corral's locks and measurement without confinement.
+    /// corral's locks and measurement without confinement, each waiter
+    /// waiting as its algorithm does (`corral run --policy none --wait
+    /// spin`): the collapse the policy cures.
     None,
     /// corral's locks under the SSC policy.
     Lca,
@@ -141,6 +143,11 @@ pub(crate) fn measure(
                     Policy::None
                 },
                 lock,
+                waiting: if policy == BenchPolicy::None {
+                    Waiting::Spin
+                } else {
+                    Waiting::Park
+                },
                 ..RuntimeConfig::default()
             };
             let lib = (policy != BenchPolicy::Glibc).then_some(preload.as_path());

@@ -52,6 +52,13 @@ pub(crate) struct RunArgs {
     /// Spin probes before a waiter under the SSC policy yields.
     #[arg(long, value_name = "N")]
     pub(crate) spin_before_yield: Option<u32>,
+    /// How a waiter no policy manages waits (with --policy none, in forked
+    /// children, on real-time threads): `park` spins briefly, then sleeps
+    /// until the release wakes it (default); `spin` waits as the algorithm
+    /// does, without bound: with more threads than cores a FIFO lock
+    /// (ticket, mcs, clh, k42) then collapses. For studying collapse only.
+    #[arg(long, value_name = "park|spin")]
+    pub(crate) wait: Option<String>,
     /// Write the report (threads, SSC over time, decisions) as JSON here.
     #[arg(long, value_name = "FILE.json")]
     pub(crate) report: Option<PathBuf>,
@@ -85,7 +92,7 @@ impl RunArgs {
     /// Every tuning flag with its variable, in one table: the values go to
     /// the preload library's parser, and its error's key leads back to the
     /// flag.
-    fn tuning(&self) -> [Tuning; 8] {
+    fn tuning(&self) -> [Tuning; 9] {
         [
             ("--threshold", config::ENV_THRESHOLD, text(self.threshold)),
             ("--slice-us", config::ENV_SLICE_US, text(self.slice_us)),
@@ -111,6 +118,7 @@ impl RunArgs {
                 config::ENV_SPIN_BEFORE_YIELD,
                 text(self.spin_before_yield),
             ),
+            ("--wait", config::ENV_WAIT, self.wait.clone()),
         ]
     }
 

@@ -1,0 +1,129 @@
+//! Parking a waiter of a spinning lock algorithm: after a brief spin the
+//! waiter sleeps on a futex beside the lock and the release wakes one, so
+//! no waiter burns a core behind a holder that is not running (a preempted
+//! holder, a real-time waiter on the holder's core, a child without a
+//! monitor). Two words that live inside the pthread object, next to the
+//! lock's own state, both zero when unused.
+//!
+//! The lost-wake-up argument is Dekker's: the waiter announces itself
+//! (`parked += 1`, a full barrier) before it looks at the lock, and the
+//! releaser stores the release, fences, then looks at `parked`. One of the
+//! two sees the other's store: either the waiter sees the lock free and
+//! does not sleep, or the releaser sees a parked waiter, bumps `wake` (so
+//! a waiter that read `wake` before it cannot sleep on the stale value) and
+//! wakes it.
+
+use core::sync::atomic::{fence, AtomicU32, Ordering};
+
+use corral_locks::sys::clock::{monotonic_ns, DeadlineClock};
+use corral_locks::sys::futex::{self, Sharing, WaitResult};
+
+/// A sleep's upper bound: the protocol needs none, but a lock word reused
+/// against POSIX (re-initialised while waited on) must not strand a thread.
+const PARK_LIMIT_NS: u64 = 50_000_000;
+
+/// The parking words of one lock.
+#[derive(Debug, Default)]
+#[repr(C)]
+pub struct Parking {
+    /// Waiters asleep or about to sleep.
+    parked: AtomicU32,
+    /// Bumped by each wake-up: the futex word.
+    wake: AtomicU32,
+}
+
+impl Parking {
+    /// No waiter parked.
+    pub const fn new() -> Self {
+        Parking {
+            parked: AtomicU32::new(0),
+            wake: AtomicU32::new(0),
+        }
+    }
+
+    /// Call right after releasing the lock: wakes one parked waiter, if any.
+    #[inline]
+    pub fn after_release(&self) {
+        // SeqCst fence: the release store above is ordered before the load
+        // of `parked` (the releaser's half of the Dekker pattern).
+        fence(Ordering::SeqCst);
+        if self.parked.load(Ordering::Relaxed) != 0 {
+            self.wake_one();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn wake_one(&self) {
+        // SeqCst: a waiter that read `wake` before this bump cannot sleep.
+        self.wake.fetch_add(1, Ordering::SeqCst);
+        futex::wake(&self.wake, 1, Sharing::Private);
+    }
+
+    /// Sleeps until a release wakes this thread, unless `held()` (read
+    /// after announcing the wait) says the lock is free already. The caller
+    /// then tries the lock again: a wake-up is a hint, not a hand-off.
+    /// Returns false only if the sleep ran into its safety limit.
+    #[cold]
+    #[inline(never)]
+    pub fn park(&self, held: impl Fn() -> bool) -> bool {
+        // SeqCst RMW: the waiter's half of the Dekker pattern.
+        self.parked.fetch_add(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst); // `held()` may read with Relaxed: kept after the announcement.
+        let seq = self.wake.load(Ordering::SeqCst);
+        let mut woken = true;
+        if held() {
+            let at = monotonic_ns().saturating_add(PARK_LIMIT_NS);
+            let deadline = libc::timespec {
+                tv_sec: (at / 1_000_000_000) as libc::time_t,
+                tv_nsec: (at % 1_000_000_000) as libc::c_long,
+            };
+            woken = futex::wait_until(
+                &self.wake,
+                seq,
+                DeadlineClock::Monotonic,
+                &deadline,
+                Sharing::Private,
+            ) != WaitResult::TimedOut;
+        }
+        // Relaxed: only a count; the wake-up's ordering is the lock's own.
+        self.parked.fetch_sub(1, Ordering::Relaxed);
+        woken
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
+    #[test]
+    fn a_release_wakes_a_parked_waiter() {
+        let p = Arc::new((Parking::new(), AtomicBool::new(true)));
+        let waiter = {
+            let p = p.clone();
+            std::thread::spawn(move || {
+                let mut woken = true;
+                while p.1.load(Ordering::SeqCst) {
+                    woken = p.0.park(|| p.1.load(Ordering::SeqCst));
+                }
+                woken
+            })
+        };
+        while p.0.parked.load(Ordering::SeqCst) == 0 {
+            std::thread::yield_now();
+        }
+        p.1.store(false, Ordering::SeqCst);
+        p.0.after_release();
+        // Woken by the release, not by the safety limit.
+        assert!(waiter.join().unwrap());
+    }
+
+    #[test]
+    fn a_free_lock_is_not_slept_on() {
+        let p = Parking::new();
+        assert!(p.park(|| false));
+        assert_eq!(p.parked.load(Ordering::SeqCst), 0);
+    }
+}
