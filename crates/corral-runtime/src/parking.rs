@@ -6,17 +6,20 @@
 //! lock's own state, both zero when unused.
 //!
 //! The lost-wake-up argument is Dekker's: the waiter announces itself
-//! (`parked += 1`, a full barrier) before it looks at the lock, and the
-//! releaser stores the release, fences, then looks at `parked`. One of the
-//! two sees the other's store: either the waiter sees the lock free and
-//! does not sleep, or the releaser sees a parked waiter, bumps `wake` (so
-//! a waiter that read `wake` before it cannot sleep on the stale value) and
-//! wakes it.
+//! (`parked += 1`) and then looks at the lock, the releaser stores the
+//! release and then looks at `parked`, each with a barrier between. One of
+//! the two sees the other's store: either the waiter sees the lock free and
+//! does not sleep, or the releaser sees a parked waiter, bumps `wake` (so a
+//! waiter that read `wake` before it cannot sleep on the stale value) and
+//! wakes it. The barriers are asymmetric ([`membarrier`]): the waiter,
+//! already on its slow path, pays a system call, so that the releaser's is
+//! a compiler fence and an uncontended unlock costs one plain load.
 
-use core::sync::atomic::{fence, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU32, Ordering};
 
 use corral_locks::sys::clock::{monotonic_ns, DeadlineClock};
 use corral_locks::sys::futex::{self, Sharing, WaitResult};
+use corral_locks::sys::membarrier;
 
 /// A sleep's upper bound: the protocol needs none, but a lock word reused
 /// against POSIX (re-initialised while waited on) must not strand a thread.
@@ -44,9 +47,9 @@ impl Parking {
     /// Call right after releasing the lock: wakes one parked waiter, if any.
     #[inline]
     pub fn after_release(&self) {
-        // SeqCst fence: the release store above is ordered before the load
-        // of `parked` (the releaser's half of the Dekker pattern).
-        fence(Ordering::SeqCst);
+        // The releaser's half of the Dekker pattern: the release store above
+        // is ordered before the load of `parked`.
+        membarrier::light();
         if self.parked.load(Ordering::Relaxed) != 0 {
             self.wake_one();
         }
@@ -69,7 +72,9 @@ impl Parking {
     pub fn park(&self, held: impl Fn() -> bool) -> bool {
         // SeqCst RMW: the waiter's half of the Dekker pattern.
         self.parked.fetch_add(1, Ordering::SeqCst);
-        fence(Ordering::SeqCst); // `held()` may read with Relaxed: kept after the announcement.
+        // The waiter's half: every releaser's unlock store so far is visible
+        // to `held()`, or that releaser will see `parked`.
+        membarrier::heavy();
         let seq = self.wake.load(Ordering::SeqCst);
         let mut woken = true;
         if held() {

@@ -4,3 +4,5 @@
 pub mod clock;
 #[cfg(target_os = "linux")]
 pub mod futex;
+#[cfg(target_os = "linux")]
+pub mod membarrier;
