@@ -186,9 +186,18 @@ pub unsafe extern "C" fn pthread_cond_clockwait(
     }
 }
 
+/// How long a condition wait sleeps before it looks for a cancellation
+/// request: the longest a `pthread_cancel` of a waiter can take.
+const CANCEL_POLL_NS: u64 = 100_000_000;
+
+extern "C" {
+    /// glibc's deferred-cancellation check; not bound by the libc crate.
+    fn pthread_testcancel();
+}
+
 /// Atomically (with respect to signallers, who bump `seq` after changing
 /// the predicate under the mutex) releases `m`, sleeps until a signal or
-/// the deadline, and re-acquires `m`. Spurious wake-ups are allowed.
+/// the deadline, and re-acquires `m`. Spurious wake-ups are allowed. A cancellation point.
 ///
 /// # Safety
 /// `c` points to a live condition variable and `m` to a mutex the caller
@@ -198,6 +207,11 @@ unsafe fn wait(
     m: *mut libc::pthread_mutex_t,
     deadline: Option<Deadline>,
 ) -> c_int {
+    // A cancellation point (POSIX): a request pending at entry acts here,
+    // with the mutex held as the cleanup handlers expect.
+    // SAFETY: no precondition; it unwinds only through frames without
+    // destructors (this crate aborts on panic and holds nothing here).
+    unsafe { pthread_testcancel() };
     // SAFETY: the function's contract.
     let w = unsafe { words(c) };
     // Relaxed: read before the unlock; the mutex orders it after the
@@ -209,20 +223,40 @@ unsafe fn wait(
         return rc;
     }
     let sharing = w.sharing();
-    let timed_out = match deadline {
-        None => {
-            futex::wait(&w.seq, seq, sharing);
-            false
-        }
-        Some(d) => {
-            let r = futex::wait_until(&w.seq, seq, d.clock, &d.at, sharing);
+    // The futex sleep is not a cancellation point and restarts after the
+    // cancel signal: it sleeps in slices, and between two it takes the
+    // mutex back and offers the cancellation (acted on with the mutex held,
+    // as POSIX asks of a cancelled condition wait).
+    let timed_out = loop {
+        let slice = match deadline {
+            Some(d) => Deadline {
+                at: d.within(CANCEL_POLL_NS),
+                ..d
+            },
+            None => Deadline::in_ns(DeadlineClock::Monotonic, CANCEL_POLL_NS),
+        };
+        let r = futex::wait_until(&w.seq, seq, slice.clock, &slice.at, sharing);
+        let woken = w.seq.load(Ordering::Relaxed) != seq; // Relaxed: the futex word itself.
+        if r != WaitResult::TimedOut || woken {
             // A wait that ended early (a signal, a changed word) but past
             // the deadline, with no wake since, timed out too.
-            r == WaitResult::TimedOut || (d.passed() && w.seq.load(Ordering::Relaxed) == seq)
+            break deadline.is_some_and(|d| d.passed()) && !woken;
         }
+        if deadline.is_some_and(|d| d.passed()) {
+            break true;
+        }
+        // SAFETY: `m` is the live mutex released above; re-released below.
+        unsafe { mutex_core::lock(m) };
+        // SAFETY: as at entry.
+        unsafe { pthread_testcancel() };
+        // SAFETY: this thread took `m` just above.
+        unsafe { mutex_core::unlock(m) };
     };
     // SAFETY: `m` is the live mutex released above.
     unsafe { mutex_core::lock(m) };
+    // The wait's end is a cancellation point too.
+    // SAFETY: as at entry.
+    unsafe { pthread_testcancel() };
     if timed_out {
         libc::ETIMEDOUT
     } else {

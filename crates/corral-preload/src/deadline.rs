@@ -34,10 +34,40 @@ impl Deadline {
         Ok(Self { clock, at })
     }
 
+    /// The earlier of this deadline and `slice_ns` from now on its clock:
+    /// where a long wait stops to look for a cancellation request.
+    pub(crate) fn within(&self, slice_ns: u64) -> libc::timespec {
+        let soon = after(self.clock.now(), slice_ns);
+        if (soon.tv_sec, soon.tv_nsec) < (self.at.tv_sec, self.at.tv_nsec) {
+            soon
+        } else {
+            self.at
+        }
+    }
+
+    /// The deadline `slice_ns` from now on `clock`.
+    pub(crate) fn in_ns(clock: DeadlineClock, slice_ns: u64) -> Self {
+        Deadline {
+            clock,
+            at: after(clock.now(), slice_ns),
+        }
+    }
+
     /// Whether the deadline has passed.
     pub(crate) fn passed(&self) -> bool {
         let now = self.clock.now();
         (now.tv_sec, now.tv_nsec) >= (self.at.tv_sec, self.at.tv_nsec)
+    }
+}
+
+/// `t` plus `ns` nanoseconds, saturating at the largest second.
+fn after(t: libc::timespec, ns: u64) -> libc::timespec {
+    let total = t.tv_nsec as u64 + ns % 1_000_000_000;
+    libc::timespec {
+        tv_sec: t
+            .tv_sec
+            .saturating_add((ns / 1_000_000_000 + total / 1_000_000_000) as libc::time_t),
+        tv_nsec: (total % 1_000_000_000) as libc::c_long,
     }
 }
 
