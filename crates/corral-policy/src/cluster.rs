@@ -9,53 +9,12 @@
 
 mod accuracy;
 mod form;
+mod params;
 mod plan;
 mod vectors;
 
 pub use accuracy::clustering_accuracy;
 pub use form::{cluster_threads, globally_shared_slots, similarity, Cluster, Clustering};
+pub use params::CaParams;
 pub use plan::{mapping_plan, MappingPlan};
 pub use vectors::SeVectors;
-
-use serde::Serialize;
-
-/// CA-Scheduler parameters; defaults are paper 5's values.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct CaParams {
-    /// seVector size `s`: synchronisation events recorded per thread before
-    /// clustering (paper 5, Sec. 3.2: 2048). Also the number of hashed
-    /// conVector slots, since `s` events touch at most `s` distinct locks.
-    pub se_vector_size: u32,
-    /// A thread joins a representative's cluster when their similarity is
-    /// greater than this (paper 5, Sec. 3.2: `simThreshold` = 0.3).
-    pub sim_threshold: f64,
-    /// A cluster whose contention intensity is higher than this is
-    /// strong-contention (paper 5, Sec. 3.3: `ciThreshold` = 0.4).
-    pub ci_threshold: f64,
-    /// A lock touched by more than this fraction of all threads is globally
-    /// shared and ignored by clustering (paper 5, Sec. 2.3.1: "more than half").
-    pub global_share: f64,
-    /// Recording starts once this many threads exist (paper 5, Sec. 2.3.1:
-    /// 10, "because our smallest benchmark spawns 10 threads").
-    pub min_threads: u32,
-}
-
-impl Default for CaParams {
-    fn default() -> Self {
-        Self {
-            se_vector_size: 2048,
-            sim_threshold: 0.3,
-            ci_threshold: 0.4,
-            global_share: 0.5,
-            min_threads: 10,
-        }
-    }
-}
-
-impl CaParams {
-    /// Whether an application with `threads` threads is worth recording.
-    #[inline]
-    pub fn should_record(&self, threads: usize) -> bool {
-        threads >= self.min_threads as usize
-    }
-}

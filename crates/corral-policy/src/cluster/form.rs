@@ -3,7 +3,8 @@
 
 use serde::Serialize;
 
-use super::{CaParams, SeVectors};
+use super::params::CaParams;
+use super::vectors::SeVectors;
 
 /// One cluster of threads likely to contend with each other (paper 5,
 /// Sec. 2.3.1, "Form clusters of related threads").

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::Cluster;
+use super::form::Cluster;
 use crate::CoreId;
 
 /// Where every thread goes (paper 5, Sec. 2.3.1, "Generate CPU mapping

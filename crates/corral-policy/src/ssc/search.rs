@@ -4,7 +4,7 @@
 //! Pure state machine: the controller feeds it one round of votes and applies
 //! the returned [`Step`] (move the bound and clear the votes, or halve them).
 
-use super::{DecisionKind, SscParams};
+use super::params::{DecisionKind, SscParams};
 use serde::Serialize;
 
 /// Where the search stands.

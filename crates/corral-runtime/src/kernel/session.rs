@@ -6,10 +6,11 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use super::monitor::MonitorConfig;
 use super::monitor::{KernelMonitor, ReportInputs};
 use super::report::{symbol_of, HotLock, KernelReport};
 use super::source::KernelLockSource;
-use super::{monotonic_ns, MonitorConfig};
+use corral_locks::sys::clock::monotonic_ns;
 
 /// How often the monitor reads the ring and re-places threads. Paper 1 acts
 /// at every slice end in the kernel; 20 ms keeps a user-space monitor within

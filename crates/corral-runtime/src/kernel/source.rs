@@ -4,9 +4,9 @@ use aya::maps::{Array, HashMap, MapData, PerCpuArray, RingBuf};
 use aya::programs::BtfTracePoint;
 use aya::{Btf, Ebpf, EbpfLoader, Endianness};
 
+use super::kinds::LockKinds;
 use super::record::{LockStat, SliceRecord};
 use super::refusal::{preflight, ProbeEnv, Refusal};
-use super::LockKinds;
 
 /// The BPF object built from `bpf/kernel_locks.bpf.c` by
 /// `scripts/build-bpf.sh` (committed, so building needs no clang).
