@@ -24,7 +24,8 @@ all_algs="tas ttas ticket ticket-backoff mcs clh k42 futex adaptive"
 failed=0
 for src in tests/faults/*.c; do
     name=$(basename "$src" .c)
-    cc -O2 -Wall -Werror -pthread -o "$out/$name" "$src"
+    # shellcheck disable=SC2046
+    cc -O2 -Wall -Werror -pthread -o "$out/$name" "$src" $(sed -n 's|^// fault-cflags: ||p' "$src")
     algs=$(sed -n 's|^// fault-locks: ||p' "$src")
     algs=${algs:-$all_algs}
     bad=0

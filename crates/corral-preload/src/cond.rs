@@ -20,6 +20,8 @@ struct CondWords {
     seq: AtomicU32,
     /// [`FLAG_MONOTONIC`] | [`FLAG_SHARED`].
     flags: AtomicU32,
+    /// Threads inside a wait: a signal with none makes no system call.
+    waiters: AtomicU32,
 }
 
 const FLAG_MONOTONIC: u32 = 1;
@@ -128,9 +130,14 @@ pub unsafe extern "C" fn pthread_cond_broadcast(c: *mut libc::pthread_cond_t) ->
 unsafe fn wake(c: *mut libc::pthread_cond_t, n: u32) -> c_int {
     // SAFETY: the function's contract.
     let w = unsafe { words(c) };
-    // Release: a waiter that sees the new value sees what preceded the signal.
-    w.seq.fetch_add(1, Ordering::Release);
-    futex::wake(&w.seq, n, w.sharing());
+    // SeqCst: a waiter that sees the new value sees what preceded the
+    // signal, and against `waiters` (Dekker with `wait`): either this load
+    // sees the waiter, or the waiter's read of `seq` sees this bump and it
+    // does not sleep.
+    w.seq.fetch_add(1, Ordering::SeqCst);
+    if w.waiters.load(Ordering::SeqCst) != 0 {
+        futex::wake(&w.seq, n, w.sharing());
+    }
     0
 }
 
@@ -214,12 +221,15 @@ unsafe fn wait(
     unsafe { pthread_testcancel() };
     // SAFETY: the function's contract.
     let w = unsafe { words(c) };
-    // Relaxed: read before the unlock; the mutex orders it after the
-    // caller's predicate check.
-    let seq = w.seq.load(Ordering::Relaxed);
+    // Counted before `seq` is read (SeqCst: the waiter's half of the
+    // pattern in `wake`); read before the unlock, so the mutex orders it
+    // after the caller's predicate check.
+    w.waiters.fetch_add(1, Ordering::SeqCst);
+    let seq = w.seq.load(Ordering::SeqCst);
     // SAFETY: `m` is a mutex the caller holds.
     let rc = unsafe { mutex_core::unlock(m) };
     if rc != 0 {
+        w.waiters.fetch_sub(1, Ordering::Relaxed); // Relaxed: a count.
         return rc;
     }
     let sharing = w.sharing();
@@ -245,14 +255,19 @@ unsafe fn wait(
         if deadline.is_some_and(|d| d.passed()) {
             break true;
         }
-        // SAFETY: `m` is the live mutex released above; re-released below.
+        // Not counted while it may be cancelled: a cancelled waiter would
+        // leave the count high (harmless, but every signal would wake).
+        w.waiters.fetch_sub(1, Ordering::Relaxed); // Relaxed: a count.
+                                                   // SAFETY: `m` is the live mutex released above; re-released below.
         unsafe { mutex_core::lock(m) };
         // SAFETY: as at entry.
         unsafe { pthread_testcancel() };
-        // SAFETY: this thread took `m` just above.
+        w.waiters.fetch_add(1, Ordering::SeqCst); // SeqCst: as before the first sleep.
+                                                  // SAFETY: this thread took `m` just above.
         unsafe { mutex_core::unlock(m) };
     };
-    // SAFETY: `m` is the live mutex released above.
+    w.waiters.fetch_sub(1, Ordering::Relaxed); // Relaxed: a count.
+                                               // SAFETY: `m` is the live mutex released above.
     unsafe { mutex_core::lock(m) };
     // The wait's end is a cancellation point too.
     // SAFETY: as at entry.

@@ -38,6 +38,10 @@ enum Command {
 }
 
 fn main() {
+    // Rust ignores SIGPIPE, so `corral model | head -1` would panic on the
+    // closed pipe: die of it quietly instead, as every Unix tool does.
+    // SAFETY: restores a signal's default disposition before any thread.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => error::exit_with_clap_error(e),

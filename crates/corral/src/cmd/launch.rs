@@ -84,7 +84,7 @@ fn build_preload(dir: &Path) -> Result<(), CliError> {
 
 /// Resolves PROG as the shell would (a path, or a name on `$PATH`);
 /// `None` if there is no such executable file.
-pub(crate) fn resolve_program(prog: &str) -> Option<PathBuf> {
+pub(crate) fn resolve_program(prog: &std::ffi::OsStr) -> Option<PathBuf> {
     let is_exec = |p: &Path| {
         use std::os::unix::fs::PermissionsExt;
         p.is_file()
@@ -92,7 +92,7 @@ pub(crate) fn resolve_program(prog: &str) -> Option<PathBuf> {
                 .map(|m| m.permissions().mode() & 0o111 != 0)
                 .unwrap_or(false)
     };
-    if prog.contains('/') {
+    if prog.as_encoded_bytes().contains(&b'/') {
         let p = PathBuf::from(prog);
         return is_exec(&p).then_some(p);
     }
@@ -100,6 +100,20 @@ pub(crate) fn resolve_program(prog: &str) -> Option<PathBuf> {
     std::env::split_paths(&path)
         .map(|d| d.join(prog))
         .find(|p| is_exec(p))
+}
+
+/// `LD_PRELOAD` with corral's library after the entries already there: a
+/// library the user preloads to interpose pthread locks keeps coming first
+/// and reaches corral's through `RTLD_NEXT`, as it reached glibc's.
+fn preload_list(old: Option<std::ffi::OsString>, lib: &Path) -> std::ffi::OsString {
+    match old.filter(|v| !v.is_empty()) {
+        Some(mut value) => {
+            value.push(":");
+            value.push(lib);
+            value
+        }
+        None => lib.as_os_str().to_owned(),
+    }
 }
 
 /// What a run left behind.
@@ -123,7 +137,7 @@ pub(crate) enum Output {
 pub(crate) fn launch(
     cfg: &RuntimeConfig,
     preload: Option<&Path>,
-    prog: &[String],
+    prog: &[std::ffi::OsString],
     events: Option<&Path>,
     output: Output,
 ) -> Result<(Outcome, Vec<u8>), CliError> {
@@ -135,7 +149,7 @@ pub(crate) fn launch(
 pub(crate) fn launch_observed(
     cfg: &RuntimeConfig,
     preload: Option<&Path>,
-    prog: &[String],
+    prog: &[std::ffi::OsString],
     events: Option<&Path>,
     output: Output,
     on_spawn: &dyn Fn(i32),
@@ -146,12 +160,10 @@ pub(crate) fn launch_observed(
     let mut cmd = Command::new(name);
     cmd.args(args);
     if let Some(lib) = preload {
-        let mut value = lib.as_os_str().to_owned();
-        if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
-            value.push(":");
-            value.push(old);
-        }
-        cmd.env("LD_PRELOAD", value);
+        cmd.env(
+            "LD_PRELOAD",
+            preload_list(std::env::var_os("LD_PRELOAD"), lib),
+        );
         for (k, v) in cfg.to_env() {
             cmd.env(k, v);
         }
@@ -168,13 +180,14 @@ pub(crate) fn launch_observed(
     signals::forward_to_program();
     let child = cmd
         .spawn()
-        .map_err(|e| CliError(format!("cannot start '{name}': {e}")))?;
+        .map_err(|e| CliError(format!("cannot start '{}': {e}", name.to_string_lossy())))?;
     let pid = child.id() as i32;
     signals::program_started(pid);
     on_spawn(pid);
     let out = child.wait_with_output();
     signals::program_ended();
-    let out = out.map_err(|e| CliError(format!("waiting for '{name}': {e}")))?;
+    let out =
+        out.map_err(|e| CliError(format!("waiting for '{}': {e}", name.to_string_lossy())))?;
     let stats_path = corral_runtime::abi::stats_path(pid);
     let stats = StatsMap::open(&stats_path).ok().map(|m| m.snapshot());
     let _ = std::fs::remove_file(&stats_path);
@@ -185,4 +198,23 @@ pub(crate) fn launch_observed(
         },
         out.stdout,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn existing_preloads_keep_their_place_before_corrals() {
+        let lib = Path::new("/x/libcorral_preload.so");
+        assert_eq!(preload_list(None, lib), "/x/libcorral_preload.so");
+        assert_eq!(
+            preload_list(Some("".into()), lib),
+            "/x/libcorral_preload.so"
+        );
+        assert_eq!(
+            preload_list(Some("/a.so:/b.so".into()), lib),
+            "/a.so:/b.so:/x/libcorral_preload.so"
+        );
+    }
 }

@@ -120,7 +120,7 @@ pub(crate) fn measure(
     let mut points = Vec::new();
     for &n in threads {
         for &policy in policies {
-            let prog: Vec<String> = [
+            let prog: Vec<std::ffi::OsString> = [
                 exe.as_str(),
                 "bench",
                 "worker",
@@ -134,7 +134,7 @@ pub(crate) fn measure(
                 &work.to_string(),
             ]
             .iter()
-            .map(|s| s.to_string())
+            .map(|s| s.into())
             .collect();
             let cfg = RuntimeConfig {
                 policy: if policy == BenchPolicy::Lca {

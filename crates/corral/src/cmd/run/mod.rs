@@ -76,8 +76,9 @@ pub(crate) struct RunArgs {
     #[command(flatten)]
     pub(crate) kernel: KernelOptions,
     /// The program and its arguments.
+    /// Any bytes, as the shell passes them (not only UTF-8).
     #[arg(last = true, required = true, value_name = "PROG")]
-    pub(crate) prog: Vec<String>,
+    pub(crate) prog: Vec<std::ffi::OsString>,
 }
 
 /// A tuning flag of `corral run`, the configuration variable it sets, and
@@ -169,7 +170,8 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
     let prog_name = &args.prog[0];
     if resolve_program(prog_name).is_none() {
         return Err(CliError(format!(
-            "PROG '{prog_name}' not found (or not executable)"
+            "PROG '{}' not found (or not executable)",
+            prog_name.to_string_lossy()
         )));
     }
     let preload = find_preload()?;
