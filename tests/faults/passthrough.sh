@@ -6,6 +6,8 @@
 #    success), never with a panic (SIGABRT, 134).
 # Fault 11: a library the user already preloads to interpose pthread locks
 # keeps interposing them (corral's library goes after it, not before).
+# Fault 5: a configuration the preload rejects (one line) leaves the program
+# on corral's locks without a policy: its waiters must park, not spin.
 # Usage: passthrough.sh CORRAL SCRATCH
 set -uo pipefail
 corral=$1
@@ -51,5 +53,20 @@ cc -O2 -pthread -o "$scratch/locker" "$scratch/locker.c"
 got=$(LD_PRELOAD="$scratch/counter.so" "$corral" run --quiet -- "$scratch/locker" 2>&1 | grep -o 'interposed [0-9]*' | sort -k2 -n | tail -1)
 check "the user's own preload" "interposed 100" "$got"
 
-[[ $fail == 0 ]] && echo "arguments, closed pipes and the user's preload passed through"
+# 16 threads on one ticket lock, no monitor (its configuration refused).
+cat >"$scratch/crowd.c" <<'C'
+#include <pthread.h>
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+static volatile long n;
+static void *run(void *a) { (void)a; for (int i = 0; i < 20000; i++) { pthread_mutex_lock(&m); for (int k = 0; k < 50; k++) n++; pthread_mutex_unlock(&m); } return 0; }
+int main(void) { pthread_t t[16]; for (int i = 0; i < 16; i++) pthread_create(&t[i], 0, run, 0); for (int i = 0; i < 16; i++) pthread_join(t[i], 0); return n != 16L * 20000 * 50; }
+C
+cc -O2 -pthread -o "$scratch/crowd" "$scratch/crowd.c"
+lib=$(dirname "$corral")/libcorral_preload.so
+# (set inside, so that `timeout` does not load the library too)
+timeout 20 bash -c 'CORRAL_LOCK=ticket CORRAL_SLICE_US=bogus LD_PRELOAD=$0 exec "$1"' "$lib" "$scratch/crowd" 2>"$scratch/err"
+check "rejected configuration (exit; timeout is 124)" "0" "$?"
+check "rejected configuration says so" "1" "$(grep -c 'CORRAL_SLICE_US' "$scratch/err")"
+
+[[ $fail == 0 ]] && echo "arguments, closed pipes, the user's preload passed through; a rejected configuration parks"
 exit $fail
