@@ -86,6 +86,7 @@ static FORKED: AtomicBool = AtomicBool::new(false);
 extern "C" fn after_fork_in_child() {
     FORKED.store(true, Ordering::Relaxed); // Relaxed: single-threaded here.
     registry::reset_after_fork();
+    corral_locks::sys::membarrier::register();
 }
 
 /// One line on stderr: corral keeps running the program without a policy.
@@ -95,6 +96,8 @@ fn degrade(why: &str) {
 
 extern "C" fn on_load() {
     let _ = real();
+    // Unlocks pay a compiler fence, not a full one, from the first on.
+    corral_locks::sys::membarrier::register();
     // SAFETY: registering a plain function pointer; no other arguments.
     unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
     let cfg = match RuntimeConfig::from_env() {

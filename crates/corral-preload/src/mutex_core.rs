@@ -195,9 +195,8 @@ impl Mutex<'_> {
         // SAFETY: the owner check above, or POSIX's precondition for a
         // normal mutex: the caller holds the lock.
         with_lock!(state, l => unsafe { l.unlock() });
-        if !lockdispatch::current().is_parking() {
-            w.parking.after_release();
-        }
+        // Parking algorithms never park here: `parked` stays 0 for them.
+        w.parking.after_release();
         0
     }
 
@@ -313,10 +312,5 @@ impl Mutex<'_> {
 /// core the holder may need.
 #[cold]
 fn pause_briefly() {
-    let ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 20_000,
-    };
-    // SAFETY: `ts` is a valid timespec; a null remainder is allowed.
-    unsafe { libc::nanosleep(&ts, core::ptr::null_mut()) };
+    corral_locks::sys::clock::sleep_ns(20_000);
 }

@@ -60,24 +60,8 @@ impl AtomicCpuMask {
     /// empty set. No allocation. Returns false if the kernel refused.
     #[inline]
     pub fn apply(&self, tid: i32) -> bool {
-        let mut raw = [0u64; MASK_WORDS];
-        for (r, w) in raw.iter_mut().zip(&self.words) {
-            *r = w.load(Ordering::Relaxed); // Relaxed: see the type's docs.
-        }
-        if raw.iter().all(|&w| w == 0) {
-            return true;
-        }
-        // SAFETY: `raw` is a readable bitmap of the size passed, laid out as
-        // the kernel's cpumask (little-endian u64 words).
-        let rc = unsafe {
-            libc::syscall(
-                libc::SYS_sched_setaffinity,
-                tid,
-                core::mem::size_of_val(&raw),
-                raw.as_ptr(),
-            )
-        };
-        rc == 0
+        let m = self.snapshot();
+        m.is_empty() || m.apply(tid)
     }
 }
 

@@ -17,7 +17,6 @@
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use corral_locks::sys::clock::{monotonic_ns, DeadlineClock};
 use corral_locks::sys::futex::{self, Sharing, WaitResult};
 use corral_locks::sys::membarrier;
 
@@ -50,6 +49,7 @@ impl Parking {
         // The releaser's half of the Dekker pattern: the release store above
         // is ordered before the load of `parked`.
         membarrier::light();
+        // Relaxed: the barrier above orders it; a waiter seen here is woken.
         if self.parked.load(Ordering::Relaxed) != 0 {
             self.wake_one();
         }
@@ -75,21 +75,13 @@ impl Parking {
         // The waiter's half: every releaser's unlock store so far is visible
         // to `held()`, or that releaser will see `parked`.
         membarrier::heavy();
+        // SeqCst: read after the announcement, so a bump that follows a
+        // releaser's look at `parked` is seen by the futex's compare.
         let seq = self.wake.load(Ordering::SeqCst);
         let mut woken = true;
         if held() {
-            let at = monotonic_ns().saturating_add(PARK_LIMIT_NS);
-            let deadline = libc::timespec {
-                tv_sec: (at / 1_000_000_000) as libc::time_t,
-                tv_nsec: (at % 1_000_000_000) as libc::c_long,
-            };
-            woken = futex::wait_until(
-                &self.wake,
-                seq,
-                DeadlineClock::Monotonic,
-                &deadline,
-                Sharing::Private,
-            ) != WaitResult::TimedOut;
+            woken = futex::wait_for(&self.wake, seq, PARK_LIMIT_NS, Sharing::Private)
+                != WaitResult::TimedOut;
         }
         // Relaxed: only a count; the wake-up's ordering is the lock's own.
         self.parked.fetch_sub(1, Ordering::Relaxed);

@@ -90,7 +90,7 @@ pub fn lock_contended<L: RawLock>(lock: &L, parks: bool, parking: Option<&Parkin
                 p.park(|| lock.is_locked());
             }
             None => {
-                sleep(sleep_ns);
+                corral_locks::sys::clock::sleep_ns(sleep_ns);
                 sleep_ns = (sleep_ns * 2).min(SLEEP_MAX_NS);
             }
         }
@@ -113,15 +113,6 @@ fn is_real_time() -> bool {
     // SAFETY: sched_getscheduler(0) reads the caller's policy.
     let policy = unsafe { libc::sched_getscheduler(0) } & !libc::SCHED_RESET_ON_FORK;
     policy == libc::SCHED_FIFO || policy == libc::SCHED_RR
-}
-
-fn sleep(ns: u64) {
-    let ts = libc::timespec {
-        tv_sec: (ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
-    };
-    // SAFETY: `ts` is a valid timespec; the remainder is not wanted.
-    unsafe { libc::nanosleep(&ts, core::ptr::null_mut()) };
 }
 
 #[cfg(test)]

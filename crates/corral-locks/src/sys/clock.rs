@@ -40,6 +40,22 @@ pub fn monotonic_ns() -> u64 {
     read_ns(libc::CLOCK_MONOTONIC).unwrap_or(0)
 }
 
+/// `ns` nanoseconds as a timespec (a duration).
+#[inline]
+pub fn timespec_of_ns(ns: u64) -> libc::timespec {
+    libc::timespec {
+        tv_sec: (ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+    }
+}
+
+/// Sleeps about `ns` nanoseconds (`nanosleep`; a signal may end it early).
+pub fn sleep_ns(ns: u64) {
+    let ts = timespec_of_ns(ns);
+    // SAFETY: `ts` is a valid timespec; a null remainder is allowed.
+    unsafe { libc::nanosleep(&ts, core::ptr::null_mut()) };
+}
+
 /// The calling thread's CPU time in nanoseconds.
 #[inline]
 pub fn thread_cpu_ns() -> u64 {

@@ -77,6 +77,25 @@ pub fn wait(word: &AtomicU32, expected: u32, sharing: Sharing) -> WaitResult {
     WaitResult::of(rc)
 }
 
+/// Sleeps while `*word == expected`, at most `timeout_ns` (`FUTEX_WAIT`,
+/// whose timeout is relative, on the monotonic clock).
+#[cold]
+pub fn wait_for(word: &AtomicU32, expected: u32, timeout_ns: u64, sharing: Sharing) -> WaitResult {
+    let timeout = super::clock::timespec_of_ns(timeout_ns);
+    // SAFETY: as in `wait`, plus `timeout`, a valid timespec on this stack
+    // for the call.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            sharing.op(libc::FUTEX_WAIT),
+            expected,
+            &timeout as *const libc::timespec,
+        )
+    };
+    WaitResult::of(rc)
+}
+
 /// Sleeps while `*word == expected`, until the absolute `deadline` on
 /// `clock` (`FUTEX_WAIT_BITSET`, whose timeout is absolute, unlike
 /// `FUTEX_WAIT`'s). A deadline before the epoch has passed.

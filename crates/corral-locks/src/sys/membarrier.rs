@@ -25,21 +25,31 @@ pub fn available() -> bool {
     STATE.load(Ordering::Relaxed) == REGISTERED
 }
 
+/// Registers the process for [`heavy`]'s command, so that [`light`] is a
+/// compiler fence from the start (before, it is a full fence). Call at
+/// load, and again in a forked child (a new address space): single-threaded
+/// there, so no light side runs with a stale state.
+pub fn register() {
+    // SAFETY: membarrier takes a command and flags; no memory.
+    let rc = unsafe { libc::syscall(libc::SYS_membarrier, REGISTER_PRIVATE_EXPEDITED, 0) };
+    // Release: publishes the registration before a light side relies on it.
+    STATE.store(
+        if rc == 0 { REGISTERED } else { UNAVAILABLE },
+        Ordering::Release,
+    );
+}
+
 /// A full barrier on every CPU running this process's threads (or, where
 /// membarrier is unavailable, a full fence on this one, which the light
 /// side then matches with its own, as [`available`] says).
 #[cold]
 pub fn heavy() {
     if STATE.load(Ordering::Acquire) == UNKNOWN {
-        // SAFETY: membarrier takes a command and flags; no memory.
-        let rc = unsafe { libc::syscall(libc::SYS_membarrier, REGISTER_PRIVATE_EXPEDITED, 0) };
-        let next = if rc == 0 { REGISTERED } else { UNAVAILABLE };
-        // Release: publishes the registration before a light side relies on it.
-        let _ = STATE.compare_exchange(UNKNOWN, next, Ordering::Release, Ordering::Acquire);
+        register();
     }
     core::sync::atomic::fence(Ordering::SeqCst);
     if STATE.load(Ordering::Acquire) == REGISTERED {
-        // SAFETY: as above; the process is registered for this command.
+        // SAFETY: as in `register`; the process is registered for this command.
         let rc = unsafe { libc::syscall(libc::SYS_membarrier, PRIVATE_EXPEDITED, 0) };
         debug_assert_eq!(rc, 0, "membarrier after registration");
     }

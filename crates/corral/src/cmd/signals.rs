@@ -20,7 +20,9 @@ const FORWARDED: [libc::c_int; 7] = [
 ];
 
 /// The program's pidfd (or, where pidfds are missing, its pid as `-pid`);
-/// 0 before it starts.
+/// 0 before it starts. Both statics are shared with a signal handler, so
+/// every access is SeqCst: the handler and the main thread agree on one
+/// order of "program started" and "signal pending".
 static TARGET: AtomicI32 = AtomicI32::new(0);
 /// A signal that arrived before the program existed, forwarded at start.
 static PENDING: AtomicI32 = AtomicI32::new(0);
@@ -64,7 +66,7 @@ pub(crate) fn forward_to_program() {
 pub(crate) fn program_started(pid: i32) {
     // SAFETY: pidfd_open takes a pid and flags; a failure returns -1.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
-    TARGET.store(if fd >= 0 { fd } else { -pid }, Ordering::SeqCst); // SeqCst: read by a signal handler.
+    TARGET.store(if fd >= 0 { fd } else { -pid }, Ordering::SeqCst);
     let sig = PENDING.swap(0, Ordering::SeqCst);
     if sig != 0 {
         send(sig);

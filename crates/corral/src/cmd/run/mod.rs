@@ -176,13 +176,18 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
     }
     let preload = find_preload()?;
     // Files left by runs killed before they could clean up (kill -9).
-    if let Ok(dir) = corral_runtime::files::private_dir() {
-        corral_runtime::files::remove_stale(&dir);
+    let private = corral_runtime::files::private_dir();
+    if let Ok(dir) = &private {
+        corral_runtime::files::remove_stale(dir);
     }
     let scratch_events = (args.report.is_some() || !args.quiet) && args.events.is_none();
     let events_path = match (&args.events, scratch_events) {
         (Some(p), _) => Some(p.clone()),
-        (None, true) => Some(scratch_events_path()?),
+        // In corral's private directory (owner-only, no links followed).
+        (None, true) => match &private {
+            Ok(_) => Some(corral_runtime::files::events_path(std::process::id() as i32)),
+            Err(e) => return Err(CliError(format!("decision log: {e}"))),
+        },
         (None, false) => None,
     };
     // Opened now: an unwritable path is refused before PROG runs, not
@@ -235,14 +240,6 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
         }
     }
     exit_like(outcome.status);
-}
-
-/// The decision log of this run when the user named none: in corral's
-/// private directory (owner-only, no links followed), removed afterwards.
-fn scratch_events_path() -> Result<PathBuf, CliError> {
-    use corral_runtime::files;
-    files::private_dir().map_err(|e| CliError(format!("decision log: {e}")))?;
-    Ok(files::events_path(std::process::id() as i32))
 }
 
 /// The decision log; empty if it cannot be read.
