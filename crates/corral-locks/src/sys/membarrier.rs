@@ -44,6 +44,7 @@ pub fn register() {
 /// side then matches with its own, as [`available`] says).
 #[cold]
 pub fn heavy() {
+    // Acquire (both loads): pairs with `register`'s Release.
     if STATE.load(Ordering::Acquire) == UNKNOWN {
         register();
     }
