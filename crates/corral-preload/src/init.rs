@@ -3,10 +3,11 @@
 //! the monitor, the fork handler and the exit flush.
 
 use core::ffi::c_int;
-use core::sync::atomic::{AtomicBool, Ordering};
-use std::sync::OnceLock;
+use core::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use corral_runtime::config::{RuntimeConfig, ENV_EVENTS, ENV_PARENT_PID};
+use corral_runtime::stats::StatsMap;
 use corral_runtime::{monitor, registry};
 
 type MutexFn = unsafe extern "C" fn(*mut libc::pthread_mutex_t) -> c_int;
@@ -83,10 +84,44 @@ fn resolve() -> Real {
 /// Set in a forked child: its monitor does not exist.
 static FORKED: AtomicBool = AtomicBool::new(false);
 
+/// Where this process stands with its monitor. It starts at the first
+/// `pthread_create`: a process that never makes a second thread (most of
+/// what a shell script execs) pays for no monitor thread and no ticks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+enum MonitorState {
+    /// No monitor, and none will start: the configuration was refused, the
+    /// start failed, or this is a fork child of a process whose monitor ran.
+    Off = 0,
+    /// Configured; waits for the process's second thread.
+    Pending = 1,
+    /// The first `pthread_create` is starting it (its own thread's create
+    /// passes straight through).
+    Starting = 2,
+    /// Running.
+    Running = 3,
+}
+
+static STATE: AtomicU8 = AtomicU8::new(MonitorState::Off as u8);
+
+/// The configuration read at load, for the monitor's start.
+static CONFIG: OnceLock<RuntimeConfig> = OnceLock::new();
+
+/// The stats file made at load by the process `corral run` started (so
+/// that `corral run` can tell a program that never loaded corral from one
+/// that never made a second thread), with the pid that made it.
+static STATS: Mutex<Option<(i32, StatsMap)>> = Mutex::new(None);
+
 extern "C" fn after_fork_in_child() {
     FORKED.store(true, Ordering::Relaxed); // Relaxed: single-threaded here.
     registry::reset_after_fork();
-    corral_locks::sys::membarrier::register();
+    corral_locks::sys::membarrier::forget();
+    // A child of a process whose monitor ran has none: the monitor's state
+    // was copied mid-flight. A child of one still waiting may start its own.
+    // Relaxed: single-threaded here.
+    if STATE.load(Ordering::Relaxed) != MonitorState::Pending as u8 {
+        STATE.store(MonitorState::Off as u8, Ordering::Relaxed);
+    }
 }
 
 /// One line on stderr: corral keeps running the program without a policy.
@@ -96,8 +131,6 @@ fn degrade(why: &str) {
 
 extern "C" fn on_load() {
     let _ = real();
-    // Unlocks pay a compiler fence, not a full one, from the first on.
-    corral_locks::sys::membarrier::register();
     // SAFETY: registering a plain function pointer; no other arguments.
     unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
     let cfg = match RuntimeConfig::from_env() {
@@ -105,20 +138,126 @@ extern "C" fn on_load() {
         Err(e) => return degrade(&e.to_string()),
     };
     registry::set_waiting(cfg.waiting);
-    let root = is_root_process();
-    // SAFETY: getpid has no preconditions.
+    if is_root_process() {
+        // SAFETY: getpid has no preconditions.
+        let pid = unsafe { libc::getpid() };
+        if let Some(map) = monitor::create_stats(&corral_runtime::abi::stats_path(pid), pid) {
+            *lock_stats() = Some((pid, map));
+        }
+    }
+    let _ = CONFIG.set(cfg);
+    // Release: a thread that sees Pending sees CONFIG and STATS.
+    STATE.store(MonitorState::Pending as u8, Ordering::Release);
+}
+
+fn lock_stats() -> std::sync::MutexGuard<'static, Option<(i32, StatsMap)>> {
+    STATS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Starts the monitor if this is the process's first `pthread_create`.
+#[inline]
+fn start_monitor_once() {
+    // Acquire: pairs with on_load's Release (CONFIG, STATS).
+    if STATE.load(Ordering::Acquire) != MonitorState::Pending as u8 {
+        return;
+    }
+    start_monitor();
+}
+
+#[cold]
+fn start_monitor() {
+    if STATE
+        .compare_exchange(
+            MonitorState::Pending as u8,
+            MonitorState::Starting as u8,
+            Ordering::Acquire, // as in start_monitor_once
+            Ordering::Relaxed,
+        )
+        .is_err()
+    {
+        return;
+    }
+    let Some(cfg) = CONFIG.get().cloned() else {
+        STATE.store(MonitorState::Off as u8, Ordering::Relaxed);
+        return;
+    };
+    // SAFETY: getpid has no preconditions (and is right after a fork).
     let pid = unsafe { libc::getpid() };
-    let stats = root.then(|| corral_runtime::abi::stats_path(pid));
-    let events = if root {
+    let stats = match lock_stats().take() {
+        Some((owner, map)) if owner == pid => Some(map),
+        // Made by the parent before it forked us: the parent's to write.
+        Some((_, map)) => {
+            core::mem::forget(map);
+            None
+        }
+        None => None,
+    };
+    let events = if is_root_process() {
         std::env::var_os(ENV_EVENTS).map(Into::into)
     } else {
         None
     };
     // The monitor must not take the program's signals.
     let started = with_signals_blocked(|| monitor::start(cfg, stats, events));
-    if let Err(e) = started {
-        degrade(&e.0);
+    let state = match started {
+        Ok(()) => MonitorState::Running,
+        Err(e) => {
+            degrade(&e.0);
+            MonitorState::Off
+        }
+    };
+    STATE.store(state as u8, Ordering::Release); // Release: nothing reads it for data
+}
+
+type CreateFn = unsafe extern "C" fn(
+    *mut libc::pthread_t,
+    *const libc::pthread_attr_t,
+    extern "C" fn(*mut libc::c_void) -> *mut libc::c_void,
+    *mut libc::c_void,
+) -> c_int;
+
+static REAL_CREATE: OnceLock<CreateFn> = OnceLock::new();
+
+/// glibc's `pthread_create`, past this library.
+fn real_create() -> CreateFn {
+    *REAL_CREATE.get_or_init(|| {
+        // SAFETY: a NUL-terminated name; RTLD_NEXT searches past this library.
+        let p = unsafe { libc::dlsym(libc::RTLD_NEXT, c"pthread_create".as_ptr()) };
+        if p.is_null() {
+            let msg = b"corral: cannot find glibc's pthread_create\n";
+            // SAFETY: writes a static buffer to stderr, then aborts.
+            unsafe {
+                libc::write(2, msg.as_ptr().cast(), msg.len());
+                libc::abort();
+            }
+        }
+        // SAFETY: glibc's pthread_create has exactly this signature.
+        unsafe { core::mem::transmute::<*mut libc::c_void, CreateFn>(p) }
+    })
+}
+
+/// `pthread_create`, interposed only to start the monitor when the process
+/// makes its second thread; the thread itself is glibc's.
+///
+/// # Safety
+///
+/// As glibc's `pthread_create`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_create(
+    thread: *mut libc::pthread_t,
+    attr: *const libc::pthread_attr_t,
+    start: extern "C" fn(*mut libc::c_void) -> *mut libc::c_void,
+    arg: *mut libc::c_void,
+) -> c_int {
+    // Before the second thread exists: unlocks pay a compiler fence, not a
+    // full one, from the first contended one on. A single-threaded process
+    // (most of what a script execs) never pays the system call.
+    if !corral_locks::sys::membarrier::available() {
+        corral_locks::sys::membarrier::register();
     }
+    start_monitor_once();
+    // SAFETY: the caller's arguments, passed on unchanged.
+    unsafe { real_create()(thread, attr, start, arg) }
 }
 
 /// The process `corral run` started (not a grandchild that inherited the

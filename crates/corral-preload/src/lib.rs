@@ -1,7 +1,8 @@
 //! `libcorral_preload.so`: replaces an unmodified program's pthread mutexes,
 //! spin locks and condition variables with corral's instrumented locks
 //! (LD_PRELOAD), and starts the runtime's monitor that applies the SSC
-//! policy (paper 1, Sec. 3) to the program's threads.
+//! policy (paper 1, Sec. 3) to the program's threads when the process makes
+//! its second thread (`pthread_create` is interposed for that alone).
 //!
 //! Rules every interposed entry point keeps: no allocation (corral's lock
 //! state lives inside the caller's `pthread_mutex_t`, or for K42 in a fixed
@@ -25,6 +26,7 @@ pub use cond::{
     pthread_cond_broadcast, pthread_cond_clockwait, pthread_cond_destroy, pthread_cond_init,
     pthread_cond_signal, pthread_cond_timedwait, pthread_cond_wait,
 };
+pub use init::pthread_create;
 pub use mutex::{
     pthread_mutex_clocklock, pthread_mutex_destroy, pthread_mutex_init, pthread_mutex_lock,
     pthread_mutex_timedlock, pthread_mutex_trylock, pthread_mutex_unlock,

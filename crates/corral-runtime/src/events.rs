@@ -176,10 +176,10 @@ pub fn old_path(path: &Path) -> PathBuf {
     PathBuf::from(p)
 }
 
-/// Reads a log back, its rotated part first, line by line; lines that do
-/// not parse (a torn last line) are skipped.
-pub fn read_log(path: &Path) -> io::Result<Vec<Event>> {
-    let mut events = Vec::new();
+/// Streams a log back to `each`, its rotated part first, line by line (the
+/// log is never held whole); lines that do not parse (a torn last line) are
+/// skipped.
+pub fn for_each_event(path: &Path, mut each: impl FnMut(Event)) -> io::Result<()> {
     let old = old_path(path);
     for p in [old.as_path(), path] {
         let file = match File::open(p) {
@@ -189,10 +189,17 @@ pub fn read_log(path: &Path) -> io::Result<Vec<Event>> {
         };
         for line in BufReader::new(file).lines() {
             if let Ok(e) = serde_json::from_str(&line?) {
-                events.push(e);
+                each(e);
             }
         }
     }
+    Ok(())
+}
+
+/// [`for_each_event`] into a vector, for tests and small logs.
+pub fn read_log(path: &Path) -> io::Result<Vec<Event>> {
+    let mut events = Vec::new();
+    for_each_event(path, |e| events.push(e))?;
     Ok(events)
 }
 

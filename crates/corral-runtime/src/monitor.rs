@@ -372,14 +372,27 @@ static MONITOR: Mutex<Option<Monitor>> = Mutex::new(None);
 #[derive(Debug)]
 pub struct StartError(pub String);
 
-/// Starts the monitor thread for `cfg`: reads the topology, creates the
-/// stats file (if `stats_path`) and the decision log (if `events_path`;
-/// either failing costs one line on stderr, not the policy), and turns
-/// placement on for policy `lca`. On error nothing is managed and the
+/// Creates the stats file at `path` for process `pid` in corral's private
+/// directory (made or checked first; files left there by killed processes
+/// go). A failure costs one line on stderr, not the policy.
+pub fn create_stats(path: &std::path::Path, pid: i32) -> Option<StatsMap> {
+    let dir = crate::files::private_dir()
+        .map_err(|e| eprintln!("corral: {e}; no live stats"))
+        .ok()?;
+    crate::files::remove_stale(&dir);
+    StatsMap::create(path, pid, registry::MAX_THREADS as u32)
+        .map_err(|e| eprintln!("corral: no live stats: {e}"))
+        .ok()
+}
+
+/// Starts the monitor thread for `cfg`: reads the topology, publishes into
+/// `stats` (made by [`create_stats`]) and creates the decision log (if
+/// `events_path`; failing costs one line on stderr, not the policy), and
+/// turns placement on for policy `lca`. On error nothing is managed and the
 /// program keeps corral's plain locks.
 pub fn start(
     cfg: RuntimeConfig,
-    stats_path: Option<PathBuf>,
+    stats: Option<StatsMap>,
     events_path: Option<PathBuf>,
 ) -> Result<(), StartError> {
     registry::set_spin_before_yield(cfg.spin_before_yield);
@@ -390,18 +403,6 @@ pub fn start(
     let cpus = crate::topology::ssc_order(&allowed).unwrap_or_else(|(allowed, _)| allowed);
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() };
-    // Outputs are optional: the policy runs without them. The stats file
-    // lives in corral's private directory, made (or checked) first; files
-    // left there by killed processes go.
-    let stats = stats_path.and_then(|p| {
-        let dir = crate::files::private_dir()
-            .map_err(|e| eprintln!("corral: {e}; no live stats"))
-            .ok()?;
-        crate::files::remove_stale(&dir);
-        StatsMap::create(&p, pid, registry::MAX_THREADS as u32)
-            .map_err(|e| eprintln!("corral: no live stats: {e}"))
-            .ok()
-    });
     let events = events_path.and_then(|p| {
         EventLog::create(&p)
             .map_err(|e| eprintln!("corral: {e}; no decision log"))

@@ -39,6 +39,15 @@ pub fn register() {
     );
 }
 
+/// Forgets the registration in a forked child (a new address space, one
+/// thread): [`light`] is a full fence again until the next [`register`] or
+/// [`heavy`]. Cheaper than registering there, which a child that only execs
+/// would pay for nothing.
+pub fn forget() {
+    // Relaxed: single-threaded (a fork child), nothing to publish.
+    STATE.store(UNKNOWN, Ordering::Relaxed);
+}
+
 /// A full barrier on every CPU running this process's threads (or, where
 /// membarrier is unavailable, a full fence on this one, which the light
 /// side then matches with its own, as [`available`] says).

@@ -4,17 +4,17 @@
 
 mod report;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use corral_locks::Algorithm;
 use corral_runtime::config::{self, Policy, RuntimeConfig};
-use corral_runtime::events::{read_log, Event};
+use corral_runtime::events::for_each_event;
 
 use super::kernel_opts::{prepare, KernelOptions};
 use super::launch::{find_preload, launch_observed, resolve_program, Output};
 use super::signals::{exit_code, exit_like};
 use crate::CliError;
-use report::{build_report, summary};
+use report::{build_report, summary, LogSummary};
 
 /// Arguments of `corral run`.
 #[derive(clap::Args)]
@@ -220,13 +220,17 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
     )?;
     let kernel_report = kernel.map(|k| k.finish());
     let code = exit_code(outcome.status);
-    let events = events_path.as_deref().map(read_events).unwrap_or_default();
+    let mut log = LogSummary::default();
+    if let Some(p) = &events_path {
+        // An unreadable log leaves the report without decisions.
+        let _ = for_each_event(p, |e| log.add(e));
+    }
     if scratch_events {
         if let Some(p) = &events_path {
             corral_runtime::events::remove_log(p);
         }
     }
-    let mut report = build_report(&cfg, code, outcome.stats.as_ref(), events);
+    let mut report = build_report(&cfg, code, outcome.stats.as_ref(), log);
     report.kernel = kernel_report;
     if !args.quiet {
         eprintln!("{}", summary(&report, outcome.stats.as_ref()));
@@ -240,11 +244,6 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
         }
     }
     exit_like(outcome.status);
-}
-
-/// The decision log; empty if it cannot be read.
-fn read_events(path: &Path) -> Vec<Event> {
-    read_log(path).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -36,44 +36,122 @@ pub(crate) struct SscPoint {
     pub(crate) bound: u32,
 }
 
+/// What corral's library did inside PROG.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum RuntimeState {
+    /// The library never loaded: a static or setuid program, or one that
+    /// cleared `LD_PRELOAD`. PROG ran without corral.
+    NotLoaded,
+    /// Loaded, but PROG never made a second thread, so no monitor ran.
+    SingleThreaded,
+    /// The monitor ran and applied the policy.
+    Monitored,
+}
+
+impl RuntimeState {
+    /// From the stats file the library makes at load (none: not loaded)
+    /// and the monitor publishes into (never: no monitor).
+    pub(crate) fn of(stats: Option<&StatsSnapshot>) -> Self {
+        match stats {
+            None => RuntimeState::NotLoaded,
+            Some(s) if s.generation == 0 => RuntimeState::SingleThreaded,
+            Some(_) => RuntimeState::Monitored,
+        }
+    }
+}
+
+/// Decision-log events kept in the report: the newest, so a program that
+/// logs for hours gives a bounded report.
+pub(crate) const EVENTS_KEPT: usize = 10_000;
+
 /// `--report`'s document.
 #[derive(Serialize)]
 pub(crate) struct RunReport {
-    /// The policy the run used.
+    /// The policy asked for (in force only when `runtime` is `monitored`).
     pub(crate) policy: Policy,
     /// The lock algorithm that replaced pthread mutexes.
     pub(crate) lock: Algorithm,
+    /// What corral's library did inside PROG.
+    pub(crate) runtime: RuntimeState,
     /// PROG's exit code as a shell reports it.
     pub(crate) exit_code: i32,
     /// Every thread that took a lock, from the final stats.
     pub(crate) threads: Vec<ThreadReport>,
     /// The SSC size over time: the start, then every change.
     pub(crate) ssc: Vec<SscPoint>,
-    /// The decision log, less its start record.
+    /// Controller decisions (search, timer, adaptation) in the log.
+    pub(crate) decision_count: u64,
+    /// Thread exits in the log.
+    pub(crate) exit_count: u64,
+    /// The decision log less its start record: the newest
+    /// [`EVENTS_KEPT`] events.
     pub(crate) decisions: Vec<Event>,
+    /// Older events left out of `decisions`.
+    pub(crate) events_left_out: u64,
     /// With `--kernel-locks`: kernel lock waiting per thread and slice, the
     /// SSC decisions and the affinity applied (read back).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) kernel: Option<KernelReport>,
 }
 
-/// The report from the final stats and the decision log.
+/// The decision log folded event by event (never held whole).
+#[derive(Default)]
+pub(crate) struct LogSummary {
+    qualified: std::collections::HashSet<i32>,
+    ssc: Vec<SscPoint>,
+    decision_count: u64,
+    exit_count: u64,
+    kept: std::collections::VecDeque<Event>,
+    left_out: u64,
+}
+
+impl LogSummary {
+    /// Folds in the next event of the log.
+    pub(crate) fn add(&mut self, e: Event) {
+        match &e {
+            Event::Start { t_ms, bound, .. } => {
+                self.ssc.push(SscPoint {
+                    t_ms: *t_ms,
+                    bound: *bound,
+                });
+                return;
+            }
+            Event::Decision {
+                t_ms,
+                bound_before,
+                bound_after,
+                ..
+            } => {
+                self.decision_count += 1;
+                if bound_before != bound_after {
+                    self.ssc.push(SscPoint {
+                        t_ms: *t_ms,
+                        bound: *bound_after,
+                    });
+                }
+            }
+            Event::Qualified { tid, .. } => {
+                self.qualified.insert(*tid);
+            }
+            Event::Exited { .. } => self.exit_count += 1,
+            Event::MigrateBack { .. } => {}
+        }
+        if self.kept.len() == EVENTS_KEPT {
+            self.kept.pop_front();
+            self.left_out += 1;
+        }
+        self.kept.push_back(e);
+    }
+}
+
+/// The report from the final stats and the folded decision log.
 pub(crate) fn build_report(
     cfg: &RuntimeConfig,
     exit_code: i32,
     stats: Option<&StatsSnapshot>,
-    events: Vec<Event>,
+    log: LogSummary,
 ) -> RunReport {
-    let qualified: Vec<i32> = events
-        .iter()
-        .filter_map(|e| {
-            if let Event::Qualified { tid, .. } = e {
-                Some(*tid)
-            } else {
-                None
-            }
-        })
-        .collect();
     let threads = stats
         .map(|s| {
             s.threads
@@ -81,7 +159,7 @@ pub(crate) fn build_report(
                 .map(|t| ThreadReport {
                     tid: t.tid,
                     wait_share: t.wait_share,
-                    lock_intensive: t.lock_intensive || qualified.contains(&t.tid),
+                    lock_intensive: t.lock_intensive || log.qualified.contains(&t.tid),
                     wait_ns: t.wait_ns,
                     cpu_ns: t.cpu_ns,
                     contended: t.contended,
@@ -90,36 +168,17 @@ pub(crate) fn build_report(
                 .collect()
         })
         .unwrap_or_default();
-    let mut ssc = Vec::new();
-    for e in &events {
-        match e {
-            Event::Start { t_ms, bound, .. } => ssc.push(SscPoint {
-                t_ms: *t_ms,
-                bound: *bound,
-            }),
-            Event::Decision {
-                t_ms,
-                bound_before,
-                bound_after,
-                ..
-            } if bound_before != bound_after => ssc.push(SscPoint {
-                t_ms: *t_ms,
-                bound: *bound_after,
-            }),
-            _ => {}
-        }
-    }
-    let decisions = events
-        .into_iter()
-        .filter(|e| !matches!(e, Event::Start { .. }))
-        .collect();
     RunReport {
         policy: cfg.policy,
         lock: cfg.lock,
+        runtime: RuntimeState::of(stats),
         exit_code,
         threads,
-        ssc,
-        decisions,
+        ssc: log.ssc,
+        decision_count: log.decision_count,
+        exit_count: log.exit_count,
+        decisions: log.kept.into(),
+        events_left_out: log.left_out,
         kernel: None,
     }
 }
@@ -128,12 +187,20 @@ pub(crate) fn build_report(
 pub(crate) fn summary(r: &RunReport, stats: Option<&StatsSnapshot>) -> String {
     let Some(stats) = stats else {
         return format!(
-            "corral: policy {}, lock {}: exit {}; no stats (the runtime did not start)",
+            "corral: PROG ran without corral (exit {}): its library was not loaded \
+             (a static or setuid program, or one that clears LD_PRELOAD); policy {} not applied",
+            r.exit_code,
+            r.policy.name()
+        );
+    };
+    if r.runtime == RuntimeState::SingleThreaded {
+        return format!(
+            "corral: policy {}, lock {}: exit {}; PROG never made a second thread, so no monitor ran",
             r.policy.name(),
             r.lock,
             r.exit_code
         );
-    };
+    }
     let intensive = r.threads.iter().filter(|t| t.lock_intensive).count();
     let mut top: Vec<&ThreadReport> = r.threads.iter().collect();
     top.sort_by(|a, b| b.wait_share.total_cmp(&a.wait_share));
@@ -151,7 +218,7 @@ pub(crate) fn summary(r: &RunReport, stats: Option<&StatsSnapshot>) -> String {
         r.threads.len(),
         intensive,
         if r.policy == Policy::None { "none".to_string() } else { bound },
-        r.decisions.len(),
+        r.decision_count,
         if shares.is_empty() { "-".to_string() } else { shares.join(" ") }
     )
 }
