@@ -14,7 +14,9 @@
 #include <unistd.h>
 
 #define THREADS 4
-#define ITERS 200000
+#ifndef ITERS
+#define ITERS 200000 // -DITERS=N for a timed run (see the issue-15 note)
+#endif
 
 static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
 static volatile long counter;

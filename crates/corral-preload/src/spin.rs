@@ -1,7 +1,7 @@
 //! `pthread_spin_*` on corral's test-and-test-and-set lock: a
 //! `pthread_spinlock_t` is one `int`, which TTAS's single byte fits, and
-//! zero is unlocked. Waiters spin briefly, then yield (confined threads)
-//! or sleep in backed-off steps (the lock has no room for parking words).
+//! zero is unlocked. Waiters spin briefly, then sleep in backed-off steps
+//! (the lock has no room for parking words).
 
 use core::ffi::c_int;
 

@@ -29,7 +29,7 @@ pub const ENV_MAX_SSC: &str = "CORRAL_MAX_SSC";
 /// `1`/`0`: paper 2's migrate-back.
 pub const ENV_MIGRATE_BACK: &str = "CORRAL_MIGRATE_BACK";
 /// Spin probes before a waiter under the SSC policy yields.
-pub const ENV_SPIN_BEFORE_YIELD: &str = "CORRAL_SPIN_BEFORE_YIELD";
+pub const ENV_SPIN_BEFORE_PARK: &str = "CORRAL_SPIN_BEFORE_PARK";
 /// `park` (default) or `spin`: how a waiter of a spinning algorithm waits
 /// when no policy manages it.
 pub const ENV_WAIT: &str = "CORRAL_WAIT";
@@ -45,11 +45,11 @@ pub const ENV_PARENT_PID: &str = "CORRAL_PARENT_PID";
 pub const DEFAULT_SLICE_US: u64 = 1_000;
 /// Default monitor period: 1 ms.
 pub const DEFAULT_TICK_US: u64 = 1_000;
-/// Default brief spin of a waiter under the SSC policy before it yields: about a
-/// microsecond of probes, long enough for a running holder's short critical
-/// section, short against a preempted holder's absence (design guide, "User
-/// space is not the kernel").
-pub const DEFAULT_SPIN_BEFORE_YIELD: u32 = 200;
+/// Default brief spin of a waiter before it parks: about a microsecond of
+/// probes, long enough for a running holder's short critical section, short
+/// against a preempted holder's absence (design guide, "User space is not
+/// the kernel").
+pub const DEFAULT_SPIN_BEFORE_PARK: u32 = 200;
 
 /// Which policy drives the threads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -283,8 +283,8 @@ pub struct RuntimeConfig {
     pub slice_ns: u64,
     /// Monitor period in nanoseconds.
     pub tick_ns: u64,
-    /// Spin probes before a waiter under the SSC policy yields.
-    pub spin_before_yield: u32,
+    /// Spin probes before a waiter parks.
+    pub spin_before_park: u32,
     /// How an unmanaged waiter of a spinning algorithm waits.
     pub waiting: Waiting,
     /// The SSC controller's parameters.
@@ -298,7 +298,7 @@ impl Default for RuntimeConfig {
             lock: Algorithm::Ticket,
             slice_ns: DEFAULT_SLICE_US * 1_000,
             tick_ns: DEFAULT_TICK_US * 1_000,
-            spin_before_yield: DEFAULT_SPIN_BEFORE_YIELD,
+            spin_before_park: DEFAULT_SPIN_BEFORE_PARK,
             waiting: Waiting::Park,
             ssc: SscParams::user_space(),
         }
@@ -384,8 +384,8 @@ impl RuntimeConfig {
                 _ => return Err(ConfigError::new(ENV_MIGRATE_BACK, &v, Expected::ZeroOrOne)),
             };
         }
-        if let Some(v) = get(ENV_SPIN_BEFORE_YIELD) {
-            c.spin_before_yield = parse_num(ENV_SPIN_BEFORE_YIELD, &v, Expected::SpinCount)?;
+        if let Some(v) = get(ENV_SPIN_BEFORE_PARK) {
+            c.spin_before_park = parse_num(ENV_SPIN_BEFORE_PARK, &v, Expected::SpinCount)?;
         }
         if let Some(v) = get(ENV_WAIT) {
             c.waiting = v
@@ -418,7 +418,7 @@ impl RuntimeConfig {
                 ENV_MIGRATE_BACK,
                 u8::from(self.ssc.migrate_back).to_string(),
             ),
-            (ENV_SPIN_BEFORE_YIELD, self.spin_before_yield.to_string()),
+            (ENV_SPIN_BEFORE_PARK, self.spin_before_park.to_string()),
             (ENV_WAIT, self.waiting.name().to_string()),
         ]
     }

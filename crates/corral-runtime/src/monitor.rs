@@ -395,7 +395,7 @@ pub fn start(
     stats: Option<StatsMap>,
     events_path: Option<PathBuf>,
 ) -> Result<(), StartError> {
-    registry::set_spin_before_yield(cfg.spin_before_yield);
+    registry::set_spin_before_park(cfg.spin_before_park);
     let allowed = crate::affinity::allowed_cpus();
     if allowed.is_empty() {
         return Err(StartError("cannot read the process's CPU affinity".into()));

@@ -99,8 +99,8 @@ static MANAGED: AtomicBool = AtomicBool::new(false);
 pub static SSC_MASK: AtomicCpuMask = AtomicCpuMask::new();
 /// The general CPUs (the SSC's complement, or every CPU when it is empty).
 pub static GENERAL_MASK: AtomicCpuMask = AtomicCpuMask::new();
-/// Spin probes of a waiter under the SSC policy before it yields.
-static SPIN_BEFORE_YIELD: AtomicU32 = AtomicU32::new(crate::config::DEFAULT_SPIN_BEFORE_YIELD);
+/// Spin probes of a waiter before it parks.
+static SPIN_BEFORE_PARK: AtomicU32 = AtomicU32::new(crate::config::DEFAULT_SPIN_BEFORE_PARK);
 
 /// A thread's standing in the table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -311,15 +311,15 @@ pub fn spins_unbounded() -> bool {
     SPIN_UNBOUNDED.load(Ordering::Relaxed) // Relaxed: see `set_waiting`.
 }
 
-/// Sets the brief spin of waiters under the SSC policy.
-pub fn set_spin_before_yield(spins: u32) {
-    SPIN_BEFORE_YIELD.store(spins, Ordering::Relaxed); // Relaxed: a tuning knob.
+/// Sets the brief spin of waiters before they park.
+pub fn set_spin_before_park(spins: u32) {
+    SPIN_BEFORE_PARK.store(spins, Ordering::Relaxed); // Relaxed: a tuning knob.
 }
 
-/// The brief spin of waiters under the SSC policy.
+/// The brief spin of waiters before they park.
 #[inline]
-pub fn spin_before_yield() -> u32 {
-    SPIN_BEFORE_YIELD.load(Ordering::Relaxed) // Relaxed: a tuning knob.
+pub fn spin_before_park() -> u32 {
+    SPIN_BEFORE_PARK.load(Ordering::Relaxed) // Relaxed: a tuning knob.
 }
 
 /// In a forked child: only the forking thread survives, with a new tid.

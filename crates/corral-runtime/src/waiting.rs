@@ -1,36 +1,30 @@
 //! How a thread waits for a held lock, and how that wait is counted.
 //!
 //! Every wait is timed with the TSC as paper 1's `sched_lock()`
-//! (Algorithm 1). Without a placement policy (`--policy none`, a forked
-//! child without a monitor) a waiter polls, spins briefly, then sleeps
-//! until a release wakes it ([`crate::parking`]); only `--wait spin` keeps
-//! the algorithm's own wait (the ticket lock's unbounded FIFO spin), to
-//! study and reproduce collapse. Real-time waiters always sleep.
+//! (Algorithm 1), in wall time from the failed attempt to the acquisition.
 //!
-//! Under the SSC policy a waiter polls the lock (`is_locked`, then
-//! `try_lock`) instead of joining its queue, spins briefly, then yields
-//! between polls. A user-space holder can be preempted (design guide, "User
-//! space is not the kernel"): a FIFO place behind a holder, or behind
-//! waiters that are not running, turns every hand-off into a wait for the
-//! scheduler, and a waiter spinning out its slice takes the core from the
-//! holder it waits for. A waiter must also be able to move as soon as its
-//! placement changes (Algorithm 2 moves threads at lock attempts; every
-//! [`PLACEMENT_RECHECK_POLLS`] polls re-check). The counted wait is CPU
-//! time (spin ticks plus the thread CPU time of the yield loop), so time
-//! spent descheduled while others work is not mistaken for lock waiting;
-//! where the core is not shared, a yield returns at once and CPU time is
-//! wall time.
-//! Parking algorithms (futex, adaptive) always wait as they do: they already
-//! sleep instead of spinning.
+//! A waiter polls the lock (`is_locked`, then `try_lock`) instead of
+//! joining its queue, spins briefly, then sleeps until a release wakes it
+//! ([`crate::parking`]): it never burns a core behind a holder that is not
+//! running, and never loops on `sched_yield`. A user-space holder can be
+//! preempted (design guide, "User space is not the kernel"): a FIFO place
+//! behind a holder, or behind waiters that are not running, turns every
+//! hand-off into a wait for the scheduler. A managed waiter must also move
+//! as soon as its placement changes (Algorithm 2 moves threads at lock
+//! attempts): every [`PLACEMENT_RECHECK_POLLS`] polls and every wake-up
+//! re-check. Only `--wait spin` keeps an unmanaged waiter on the
+//! algorithm's own unbounded wait, to study and reproduce collapse.
+//! Parking algorithms (futex, adaptive) always wait as they do: they
+//! already sleep.
 
-use corral_locks::wait::{now_ticks, ns_to_ticks, thread_counter};
+use corral_locks::wait::{now_ticks, thread_counter};
 use corral_locks::RawLock;
 
 /// The clock reads this module once defined, kept at their old paths.
 pub use corral_locks::sys::clock::{monotonic_ns, thread_cpu_ns, thread_cpu_ns_of as cpu_ns_of};
 
 use crate::parking::Parking;
-use crate::registry::{is_managed, on_lock_attempt, spin_before_yield, spins_unbounded};
+use crate::registry::{is_managed, on_lock_attempt, spin_before_park, spins_unbounded};
 
 /// Polls between two re-checks of the waiter's placement.
 pub const PLACEMENT_RECHECK_POLLS: u32 = 64;
@@ -43,13 +37,8 @@ const SLEEP_MAX_NS: u64 = 1_000_000;
 /// Acquires `lock` after a failed first attempt, recording the wait into
 /// the calling thread's counter. `parks`: the algorithm sleeps by itself.
 /// `parking`: the lock's parking words, where it has them; its releaser
-/// calls [`Parking::after_release`].
-///
-/// A waiter polls and spins briefly. Then a thread the SSC policy manages
-/// yields between polls (it must move when its placement changes), and
-/// any other waiter, or a real-time one (whose yield never lets a
-/// lower-priority holder run), sleeps until a release wakes it. Only
-/// `--wait spin` keeps the algorithm's own unbounded spin, for study.
+/// calls [`Parking::after_release`]. A lock without them (a
+/// `pthread_spinlock_t` is one int) backs off in sleeps instead.
 #[cold]
 #[inline(never)]
 pub fn lock_contended<L: RawLock>(lock: &L, parks: bool, parking: Option<&Parking>) {
@@ -60,9 +49,7 @@ pub fn lock_contended<L: RawLock>(lock: &L, parks: bool, parking: Option<&Parkin
         thread_counter().record(now_ticks().wrapping_sub(start).max(1));
         return;
     }
-    let spin = spin_before_yield();
-    let mut yielding_since: Option<(u64, u64)> = None;
-    let mut sleeps: Option<bool> = None;
+    let spin = spin_before_park();
     let mut sleep_ns = SLEEP_FIRST_NS;
     let mut polls = 0u32;
     loop {
@@ -75,14 +62,6 @@ pub fn lock_contended<L: RawLock>(lock: &L, parks: bool, parking: Option<&Parkin
         }
         if polls < spin {
             core::hint::spin_loop();
-            continue;
-        }
-        if !*sleeps.get_or_insert_with(|| !managed || is_real_time()) {
-            if yielding_since.is_none() {
-                yielding_since = Some((now_ticks().wrapping_sub(start), thread_cpu_ns()));
-            }
-            // SAFETY: sched_yield has no preconditions.
-            unsafe { libc::sched_yield() };
             continue;
         }
         match parking {
@@ -99,20 +78,7 @@ pub fn lock_contended<L: RawLock>(lock: &L, parks: bool, parking: Option<&Parkin
         }
         polls = 0; // woken: spin briefly again before the next sleep
     }
-    let waited = match yielding_since {
-        None => now_ticks().wrapping_sub(start),
-        Some((spun, cpu_before)) => {
-            spun.saturating_add(ns_to_ticks(thread_cpu_ns().saturating_sub(cpu_before)))
-        }
-    };
-    thread_counter().record(waited.max(1));
-}
-
-/// Whether the calling thread runs under a real-time policy.
-fn is_real_time() -> bool {
-    // SAFETY: sched_getscheduler(0) reads the caller's policy.
-    let policy = unsafe { libc::sched_getscheduler(0) } & !libc::SCHED_RESET_ON_FORK;
-    policy == libc::SCHED_FIFO || policy == libc::SCHED_RR
+    thread_counter().record(now_ticks().wrapping_sub(start).max(1));
 }
 
 #[cfg(test)]

@@ -49,9 +49,10 @@ pub(crate) struct RunArgs {
     /// Keep lock-intensive threads on the SSC even when they cool down.
     #[arg(long)]
     pub(crate) no_migrate_back: bool,
-    /// Spin probes before a waiter under the SSC policy yields.
-    #[arg(long, value_name = "N")]
-    pub(crate) spin_before_yield: Option<u32>,
+    /// Spin probes (about 5 ns each) before a waiter sleeps until the
+    /// release wakes it.
+    #[arg(long, value_name = "N", alias = "spin-before-yield")]
+    pub(crate) spin_before_park: Option<u32>,
     /// How a waiter no policy manages waits (with --policy none, in forked
     /// children, on real-time threads): `park` spins briefly, then sleeps
     /// until the release wakes it (default); `spin` waits as the algorithm
@@ -115,9 +116,9 @@ impl RunArgs {
                 self.no_migrate_back.then(|| "0".to_string()),
             ),
             (
-                "--spin-before-yield",
-                config::ENV_SPIN_BEFORE_YIELD,
-                text(self.spin_before_yield),
+                "--spin-before-park",
+                config::ENV_SPIN_BEFORE_PARK,
+                text(self.spin_before_park),
             ),
             ("--wait", config::ENV_WAIT, self.wait.clone()),
         ]
