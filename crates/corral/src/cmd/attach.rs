@@ -81,8 +81,12 @@ pub(crate) fn run(args: AttachArgs) -> Result<(), CliError> {
         return Err(CliError(format!("--pid: no running process {}", args.pid)));
     }
     let session = prepare(&args.options)?;
-    for pid in with_descendants(args.pid) {
-        session.track(pid);
+    session
+        .track(args.pid)
+        .map_err(|e| CliError(format!("--pid {}: cannot track it: {e}", args.pid)))?;
+    for pid in with_descendants(args.pid).into_iter().skip(1) {
+        // A descendant that exited meanwhile is no error.
+        let _ = session.track(pid);
     }
     let deadline = args
         .duration_ms
