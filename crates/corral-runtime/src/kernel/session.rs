@@ -27,12 +27,20 @@ const HOT_LOCKS_REPORTED: usize = 10;
 /// A running monitor; [`KernelSession::finish`] stops it, yields the report
 /// (affinity read back before anything is undone) and gives the threads
 /// still running their original affinity. Dropping it without `finish`
-/// stops it too.
+/// stops it too. The process running the session is never measured nor
+/// placed, even while tracked (see [`KernelSession::track`]).
 #[derive(Debug)]
 pub struct KernelSession {
     stop: Arc<AtomicBool>,
-    to_track: Arc<Mutex<Vec<u32>>>,
+    /// Shared with the worker so that tracking takes effect at once, not at
+    /// its next poll: a fork right after `track` must already be followed.
+    source: Arc<Mutex<KernelLockSource>>,
     worker: Option<JoinHandle<KernelReport>>,
+}
+
+/// Locks `source`; a panic elsewhere leaves the maps usable.
+fn lock(source: &Mutex<KernelLockSource>) -> std::sync::MutexGuard<'_, KernelLockSource> {
+    source.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl KernelSession {
@@ -40,24 +48,29 @@ impl KernelSession {
     /// told) under `cfg`.
     pub fn start(source: KernelLockSource, cfg: MonitorConfig) -> std::io::Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
-        let to_track = Arc::new(Mutex::new(Vec::new()));
-        let (stop2, track2) = (stop.clone(), to_track.clone());
+        let source = Arc::new(Mutex::new(source));
+        let (stop2, source2) = (stop.clone(), source.clone());
         let worker = std::thread::Builder::new()
             .name("corral-kmon".into())
-            .spawn(move || run(source, cfg, &stop2, &track2))?;
+            .spawn(move || run(&source2, cfg, &stop2))?;
         Ok(KernelSession {
             stop,
-            to_track,
+            source,
             worker: Some(worker),
         })
     }
 
-    /// Tracks process `tgid` from the next poll on.
-    pub fn track(&self, tgid: u32) {
-        self.to_track
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(tgid);
+    /// Tracks process `tgid` from now on: when this returns, the kernel
+    /// counts its slices and (following forks) adds the processes it forks.
+    /// Tracking the session's own process lets a program it spawns be
+    /// followed from its fork; its own slices are still left out.
+    pub fn track(&self, tgid: u32) -> std::io::Result<()> {
+        lock(&self.source).track(tgid)
+    }
+
+    /// Stops tracking process `tgid` (the processes it forked stay tracked).
+    pub fn untrack(&self, tgid: u32) {
+        lock(&self.source).untrack(tgid);
     }
 
     /// Stops after a last read and returns the report.
@@ -80,22 +93,16 @@ impl Drop for KernelSession {
     }
 }
 
-fn run(
-    mut source: KernelLockSource,
-    cfg: MonitorConfig,
-    stop: &AtomicBool,
-    to_track: &Mutex<Vec<u32>>,
-) -> KernelReport {
+fn run(shared: &Mutex<KernelLockSource>, cfg: MonitorConfig, stop: &AtomicBool) -> KernelReport {
+    // The monitor's own process: tracked only across a spawn, never placed.
+    let own = std::process::id();
     let mut monitor = KernelMonitor::new(cfg, monotonic_ns());
     let mut batch = Vec::new();
     loop {
         let last = stop.load(Ordering::Acquire);
-        for tgid in to_track.lock().unwrap_or_else(|p| p.into_inner()).drain(..) {
-            let _ = source.track(tgid);
-        }
         batch.clear();
-        source.drain(&mut batch);
-        for rec in &batch {
+        lock(shared).drain(&mut batch);
+        for rec in batch.iter().filter(|r| r.tgid != own) {
             monitor.on_slice(rec);
         }
         monitor.apply(monotonic_ns());
@@ -104,6 +111,7 @@ fn run(
         }
         std::thread::sleep(POLL_INTERVAL);
     }
+    let mut source = lock(shared);
     let config = source.config();
     let hottest: Vec<_> = source
         .lock_hotness()
@@ -130,7 +138,7 @@ fn run(
     let inputs = ReportInputs {
         kinds: config.kinds.names(),
         follow_forks: config.follow_forks,
-        processes: source.tracked(),
+        processes: source.tracked().into_iter().filter(|&p| p != own).collect(),
         dropped: source.dropped(),
         hot_locks,
     };

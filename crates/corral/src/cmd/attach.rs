@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use corral_runtime::kernel::KernelReport;
 
 use super::kernel_opts::{prepare, KernelOptions};
+use super::signals;
 use crate::CliError;
 
 /// Arguments of `corral attach`.
@@ -74,32 +75,120 @@ fn with_descendants(pid: i32) -> Vec<i32> {
     out
 }
 
-/// Measures and places `--pid` until it exits or `--duration-ms` passes,
-/// then prints the report.
+/// `PF_KTHREAD` of `/proc/PID/stat`'s flags (include/linux/sched.h).
+const PF_KTHREAD: u64 = 0x0020_0000;
+
+/// kthreadd, the parent of every kernel thread.
+const KTHREADD: i32 = 2;
+
+/// Why `pid` must not be attached to, from its `/proc/PID/stat` and
+/// `/proc/PID/status` texts; `own` is corral's pid. Placing init, a kernel
+/// thread or corral itself could stall the machine or corral's own monitor;
+/// a thread id would be tracked as a process whose other threads are missed.
+fn refusal(pid: i32, own: i32, stat: &str, status: &str) -> Option<String> {
+    if pid == 1 {
+        return Some(
+            "--pid 1: is init (the system's first process); corral attach will not place it".into(),
+        );
+    }
+    if pid == own {
+        return Some(format!(
+            "--pid {pid}: is this corral attach itself; pass the program's pid"
+        ));
+    }
+    // Fields after the command name: state ppid pgrp session tty tpgid flags.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ppid = fields.get(1).and_then(|f| f.parse::<i32>().ok());
+    let flags = fields.get(6).and_then(|f| f.parse::<u64>().ok());
+    if pid == KTHREADD || ppid == Some(KTHREADD) || flags.is_some_and(|f| f & PF_KTHREAD != 0) {
+        return Some(format!(
+            "--pid {pid}: is a kernel thread; corral attach places user processes only"
+        ));
+    }
+    let tgid = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))
+        .and_then(|v| v.trim().parse::<i32>().ok());
+    match tgid {
+        Some(tgid) if tgid == own => Some(format!(
+            "--pid {pid}: is a thread of this corral attach; pass the program's pid"
+        )),
+        Some(tgid) if tgid != pid => Some(format!(
+            "--pid {pid} is a thread of process {tgid}; pass {tgid}"
+        )),
+        _ => None,
+    }
+}
+
+/// [`refusal`] for a live `pid`, reading its /proc entries (a thread's are
+/// there too, under its tid, though /proc does not list them).
+fn refusal_of(pid: i32) -> Option<String> {
+    let read =
+        |file: &str| std::fs::read_to_string(format!("/proc/{pid}/{file}")).unwrap_or_default();
+    refusal(
+        pid,
+        std::process::id() as i32,
+        &read("stat"),
+        &read("status"),
+    )
+}
+
+/// Measures and places `--pid` until it exits, `--duration-ms` passes or a
+/// SIGTERM, SIGINT or SIGHUP arrives, then gives every thread it placed its
+/// affinity back and prints the report; a signal then ends corral too.
 pub(crate) fn run(args: AttachArgs) -> Result<(), CliError> {
     if !alive(args.pid) {
         return Err(CliError(format!("--pid: no running process {}", args.pid)));
     }
+    if let Some(why) = refusal_of(args.pid) {
+        return Err(CliError(why));
+    }
+    // Caught from before the first thread can be placed: dying of the
+    // signal outright would leave the target pinned where corral put it.
+    signals::catch_stop_signals();
     let session = prepare(&args.options)?;
-    for pid in with_descendants(args.pid) {
-        session.track(pid);
+    session
+        .track(args.pid)
+        .map_err(|e| CliError(format!("--pid {}: cannot track it: {e}", args.pid)))?;
+    for pid in with_descendants(args.pid).into_iter().skip(1) {
+        // A descendant that exited meanwhile is no error.
+        let _ = session.track(pid);
     }
     let deadline = args
         .duration_ms
         .map(|ms| Instant::now() + Duration::from_millis(ms));
-    while alive(args.pid) && deadline.is_none_or(|d| Instant::now() < d) {
+    while signals::stop_requested().is_none()
+        && alive(args.pid)
+        && deadline.is_none_or(|d| Instant::now() < d)
+    {
         std::thread::sleep(Duration::from_millis(50));
     }
+    // Restores every thread's original affinity before returning.
     let report = session.finish();
+    let shown = show(&args, &report);
+    if let Some(sig) = signals::stop_requested() {
+        if let Err(e) = shown {
+            eprintln!("error: {e}");
+        }
+        signals::die_of(sig);
+    }
+    shown
+}
+
+/// Writes `--report` and prints the report as asked.
+fn show(args: &AttachArgs, report: &KernelReport) -> Result<(), CliError> {
     if let Some(path) = &args.report {
-        let json = serde_json::to_string_pretty(&report)?;
+        let json = serde_json::to_string_pretty(report)?;
         std::fs::write(path, json)
             .map_err(|e| CliError(format!("--report {}: {e}", path.display())))?;
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        println!("{}", serde_json::to_string_pretty(report)?);
     } else {
-        print_report(&report);
+        print_report(report);
     }
     Ok(())
 }
@@ -189,5 +278,92 @@ fn print_report(r: &KernelReport) {
                 l.count
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(pid: i32, file: &str) -> String {
+        std::fs::read_to_string(format!("/proc/{pid}/{file}")).unwrap_or_default()
+    }
+
+    /// [`refusal`] of `pid` as corral with pid `own` would see it.
+    fn refusal_as(pid: i32, own: i32) -> Option<String> {
+        refusal(pid, own, &read(pid, "stat"), &read(pid, "status"))
+    }
+
+    fn gettid() -> i32 {
+        // SAFETY: gettid has no preconditions.
+        unsafe { libc::gettid() }
+    }
+
+    #[test]
+    fn init_is_refused() {
+        let why = refusal_as(1, 12345).unwrap();
+        assert!(why.starts_with("--pid 1: is init"), "{why}");
+    }
+
+    #[test]
+    fn kernel_threads_are_refused() {
+        // kthreadd is pid 2 outside a pid namespace; inside one, pid 2 is
+        // a user process and only the synthetic lines below apply.
+        if read(2, "comm").trim() == "kthreadd" {
+            let why = refusal_as(2, 12345).unwrap();
+            assert!(why.contains("kernel thread"), "{why}");
+        }
+        // A kworker: flags with PF_KTHREAD, parent kthreadd.
+        let stat = "57 (kworker/0:1-events) I 2 0 0 0 -1 69238880 0 0 0 0 0 0";
+        let why = refusal(57, 12345, stat, "Tgid:\t57\n").unwrap();
+        assert_eq!(
+            why,
+            "--pid 57: is a kernel thread; corral attach places user processes only"
+        );
+        // PF_KTHREAD alone (a parent other than kthreadd) is enough too.
+        let stat = "58 (odd) S 9 0 0 0 -1 2097152 0";
+        assert!(refusal(58, 12345, stat, "Tgid:\t58\n").is_some());
+        // A user process whose name has spaces and parentheses: no flag.
+        let stat = "59 (a (b) c) S 1 0 0 0 -1 4194560 0";
+        assert_eq!(refusal(59, 12345, stat, "Tgid:\t59\n"), None);
+    }
+
+    #[test]
+    fn a_thread_id_names_its_process() {
+        let own = std::process::id() as i32;
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let worker = std::thread::spawn(move || {
+            tx.send(gettid()).unwrap();
+            let _ = done_rx.recv();
+        });
+        let tid = rx.recv().unwrap();
+        // Seen from another corral: a thread of a process, not a process.
+        assert_eq!(
+            refusal_as(tid, 1_000_000).unwrap(),
+            format!("--pid {tid} is a thread of process {own}; pass {own}")
+        );
+        // Seen from this one: its own thread.
+        assert!(refusal_as(tid, own)
+            .unwrap()
+            .contains("thread of this corral attach"));
+        done_tx.send(()).unwrap();
+        worker.join().unwrap();
+    }
+
+    #[test]
+    fn corral_itself_is_refused_and_a_process_is_not() {
+        let own = std::process::id() as i32;
+        let why = refusal_as(own, own).unwrap();
+        assert!(why.contains("this corral attach itself"), "{why}");
+        // The same process seen from another corral is a plain process.
+        assert_eq!(refusal_as(own, own + 1), None);
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        assert_eq!(refusal_as(child.id() as i32, own), None);
+        let _ = child.kill();
+        let _ = child.wait();
     }
 }

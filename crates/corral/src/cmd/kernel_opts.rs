@@ -31,12 +31,39 @@ pub(crate) struct KernelOptions {
 /// A running kernel-lock session of `corral run` or `corral attach`.
 pub(crate) struct KernelRun {
     session: KernelSession,
+    follow_forks: bool,
 }
 
 impl KernelRun {
-    /// Measures process `pid` (and, unless told not to, its children).
-    pub(crate) fn track(&self, pid: i32) {
-        self.session.track(pid as u32);
+    /// Measures process `pid` (and, unless told not to, its children) from
+    /// now on.
+    pub(crate) fn track(&self, pid: i32) -> std::io::Result<()> {
+        self.session.track(pid as u32)
+    }
+
+    /// Call right before spawning the program. Following forks, corral
+    /// tracks itself across the spawn so the kernel adds the program at its
+    /// fork: tracked only after `spawn` returns, the program could fork
+    /// children before that, and they would never be measured.
+    pub(crate) fn before_spawn(&self) -> Result<(), CliError> {
+        if !self.follow_forks {
+            return Ok(());
+        }
+        self.track(std::process::id() as i32).map_err(|e| {
+            CliError(format!(
+                "--kernel-locks: cannot track corral's own process across the spawn: {e}"
+            ))
+        })
+    }
+
+    /// Call with the program's pid as soon as it is spawned: tracks it
+    /// (without following forks, only now) and stops tracking corral.
+    pub(crate) fn spawned(&self, pid: i32) {
+        // Following forks the kernel added it already; this is a no-op then.
+        let _ = self.track(pid);
+        if self.follow_forks {
+            self.session.untrack(std::process::id());
+        }
     }
 
     /// Stops and returns the report part (`"kernel"` in `--report`).
@@ -53,10 +80,10 @@ fn ssc_order() -> Result<Vec<u32>, CliError> {
         .map_err(|(_, e)| CliError(format!("reading the CPU topology: {e}")))
 }
 
-/// Loads the BPF source and starts the monitor, tracking nothing yet: call
-/// it before spawning the program so no early fork is missed, then
-/// [`KernelRun::track`]. A refusal (not root, no BTF, tracepoints missing,
-/// BPF refused) is one line.
+/// Loads the BPF source and starts the monitor, tracking nothing yet: then
+/// [`KernelRun::track`] a running process, or [`KernelRun::before_spawn`]
+/// and [`KernelRun::spawned`] around the program's spawn. A refusal (not
+/// root, no BTF, tracepoints missing, BPF refused) is one line.
 pub(crate) fn prepare(options: &KernelOptions) -> Result<KernelRun, CliError> {
     let config = SourceConfig {
         kinds: options.kernel_lock_kinds,
@@ -70,5 +97,8 @@ pub(crate) fn prepare(options: &KernelOptions) -> Result<KernelRun, CliError> {
         monitor.ssc = SscParams::paper_2013();
     }
     let session = KernelSession::start(source, monitor)?;
-    Ok(KernelRun { session })
+    Ok(KernelRun {
+        session,
+        follow_forks: config.follow_forks,
+    })
 }

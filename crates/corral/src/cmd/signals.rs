@@ -2,6 +2,8 @@
 //! corral reaches the program, corral dies of the signal that killed the
 //! program, and the program dies with corral if corral is killed outright.
 //! A shell, systemd or docker then sees what it would see without corral.
+//! `corral attach` catches the signals that ask it to stop, undoes its
+//! placement, then dies of the signal.
 
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Command, ExitStatus};
@@ -127,25 +129,83 @@ pub(crate) fn exit_code(status: ExitStatus) -> i32 {
 /// Ends corral as the program ended: with its exit code, or killed by the
 /// same signal (without a core file of corral's own).
 pub(crate) fn exit_like(status: ExitStatus) -> ! {
+    if let Some(sig) = status.signal() {
+        die_of(sig);
+    }
+    flush();
+    std::process::exit(exit_code(status))
+}
+
+fn flush() {
     use std::io::Write;
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();
-    if let Some(sig) = status.signal() {
-        let no_core = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: plain system calls on this process with valid arguments;
-        // the signal's default action ends it here.
+}
+
+/// Ends corral killed by `sig`, as a shell or systemd expects of a process
+/// told to stop by it (without a core file of corral's own); exits with
+/// 128 + `sig` only if the signal does not end it.
+pub(crate) fn die_of(sig: libc::c_int) -> ! {
+    flush();
+    let no_core = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: plain system calls on this process with valid arguments;
+    // the signal's default action ends it here.
+    unsafe {
+        libc::setrlimit(libc::RLIMIT_CORE, &no_core);
+        libc::signal(sig, libc::SIG_DFL);
+        let mut set: libc::sigset_t = core::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, sig);
+        libc::sigprocmask(libc::SIG_UNBLOCK, &set, core::ptr::null_mut());
+        libc::raise(sig);
+    }
+    std::process::exit(128 + sig)
+}
+
+/// The signals that ask `corral attach` to stop: it undoes its placement
+/// first, then dies of the signal.
+const STOPPING: [libc::c_int; 3] = [libc::SIGHUP, libc::SIGINT, libc::SIGTERM];
+
+/// The first stopping signal caught; 0 before one arrives.
+static STOP_REQUESTED: AtomicI32 = AtomicI32::new(0);
+
+/// Catches SIGHUP, SIGINT and SIGTERM into [`stop_requested`] instead of
+/// dying at once, so the caller can undo what it did to another process.
+/// A signal ignored already stays ignored (`nohup`, a background job's
+/// SIGINT).
+pub(crate) fn catch_stop_signals() {
+    for sig in STOPPING {
+        // SAFETY: a zeroed sigaction is valid; the handler is async-signal-safe;
+        // `old` is written by the kernel before it is read.
         unsafe {
-            libc::setrlimit(libc::RLIMIT_CORE, &no_core);
-            libc::signal(sig, libc::SIG_DFL);
-            let mut set: libc::sigset_t = core::mem::zeroed();
-            libc::sigemptyset(&mut set);
-            libc::sigaddset(&mut set, sig);
-            libc::sigprocmask(libc::SIG_UNBLOCK, &set, core::ptr::null_mut());
-            libc::raise(sig);
+            let mut old: libc::sigaction = core::mem::zeroed();
+            if libc::sigaction(sig, core::ptr::null(), &mut old) == 0
+                && old.sa_sigaction == libc::SIG_IGN
+            {
+                continue;
+            }
+            let mut act: libc::sigaction = core::mem::zeroed();
+            act.sa_sigaction = note_stop as *const () as libc::sighandler_t;
+            act.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut act.sa_mask);
+            libc::sigaction(sig, &act, core::ptr::null_mut());
         }
     }
-    std::process::exit(exit_code(status))
+}
+
+/// The stopping signal caught so far, if any.
+pub(crate) fn stop_requested() -> Option<libc::c_int> {
+    // Relaxed: the value is all the handler passes on; a poll loop reads it.
+    match STOP_REQUESTED.load(Ordering::Relaxed) {
+        0 => None,
+        sig => Some(sig),
+    }
+}
+
+extern "C" fn note_stop(sig: libc::c_int) {
+    // The first signal decides how corral ends; Relaxed as in `stop_requested`.
+    let _ = STOP_REQUESTED.compare_exchange(0, sig, Ordering::Relaxed, Ordering::Relaxed);
 }

@@ -203,7 +203,9 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
     // Loaded before the spawn so that none of the child's early forks is
     // missed; a refusal stops here, before PROG starts.
     let kernel = if args.kernel_locks {
-        Some(prepare(&args.kernel)?)
+        let k = prepare(&args.kernel)?;
+        k.before_spawn()?;
+        Some(k)
     } else {
         None
     };
@@ -215,7 +217,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
         Output::Inherit,
         &|pid| {
             if let Some(k) = &kernel {
-                k.track(pid);
+                k.spawned(pid);
             }
         },
     )?;
