@@ -52,6 +52,7 @@ pub fn lock_contended<L: RawLock>(lock: &L, parks: bool, parking: Option<&Parkin
     let spin = spin_before_park();
     let mut sleep_ns = SLEEP_FIRST_NS;
     let mut polls = 0u32;
+    let mut parked = false;
     loop {
         if !lock.is_locked() && lock.try_lock() {
             break;
@@ -67,6 +68,7 @@ pub fn lock_contended<L: RawLock>(lock: &L, parks: bool, parking: Option<&Parkin
         match parking {
             Some(p) => {
                 p.park(|| lock.is_locked());
+                parked = true;
             }
             None => {
                 corral_locks::sys::clock::sleep_ns(sleep_ns);
@@ -77,6 +79,9 @@ pub fn lock_contended<L: RawLock>(lock: &L, parks: bool, parking: Option<&Parkin
             on_lock_attempt();
         }
         polls = 0; // woken: spin briefly again before the next sleep
+    }
+    if let (true, Some(p)) = (parked, parking) {
+        p.acquired();
     }
     thread_counter().record(now_ticks().wrapping_sub(start).max(1));
 }
