@@ -104,6 +104,8 @@ pub struct Monitor {
     program: Vec<u8>,
     /// SSC lock attempts seen this tick, reported as progress.
     progress: u64,
+    /// Lock waits seen this tick (any thread).
+    waits_this_tick: u64,
 }
 
 impl Monitor {
@@ -132,6 +134,7 @@ impl Monitor {
             events,
             program,
             progress: 0,
+            waits_this_tick: 0,
         };
         let bound = m.ctrl.as_ref().map_or(0, SscController::bound);
         m.log(Event::Start {
@@ -159,8 +162,12 @@ impl Monitor {
     }
 
     /// One round: every thread's counters, windows and placement; the
-    /// timer; the masks; the stats file.
-    pub fn tick(&mut self) {
+    /// timer; the masks; the stats file. Returns whether the program is
+    /// contended: some thread waited for a lock this round, or some thread
+    /// is classified lock intensive (the monitor's caller ticks slower
+    /// while it is not).
+    pub fn tick(&mut self) -> bool {
+        self.waits_this_tick = 0;
         let now = self.now();
         let t_ms = now as f64 / 1e6;
         for i in 0..registry::slots_in_use() {
@@ -179,6 +186,7 @@ impl Monitor {
         if let Some(log) = &mut self.events {
             let _ = log.flush();
         }
+        self.waits_this_tick > 0 || self.ctrl.as_ref().is_some_and(|c| c.lock_intensive() > 0)
     }
 
     /// Reads slot `i` of the registry and observes it; the thread applies
@@ -237,6 +245,7 @@ impl Monitor {
         if track.gone {
             return Observed::Unmanaged;
         }
+        self.waits_this_tick += sample.waits;
         self.progress += sample.ssc_attempts.wrapping_sub(track.ssc_attempts_seen);
         track.ssc_attempts_seen = sample.ssc_attempts;
         track.window_wait_ticks += sample.wait_ticks;
@@ -365,6 +374,10 @@ impl Monitor {
 /// it the monitor keeps the default priority.
 pub const MONITOR_NICE: i32 = -10;
 
+/// The longest pause between rounds while the program is not contended:
+/// contention that starts is seen within it, and from then on every tick.
+pub const IDLE_TICK_MAX: Duration = Duration::from_millis(16);
+
 /// The process's monitor, shared by its thread and the exit flush.
 static MONITOR: Mutex<Option<Monitor>> = Mutex::new(None);
 
@@ -426,12 +439,20 @@ pub fn start(
             };
             // Calibrate the TSC here, not inside some thread's first wait.
             let _ = ticks_to_ns(1);
+            let mut sleep = tick;
             loop {
-                std::thread::sleep(tick);
-                match lock_monitor().as_mut() {
+                std::thread::sleep(sleep);
+                let contended = match lock_monitor().as_mut() {
                     Some(m) => m.tick(),
                     None => return,
-                }
+                };
+                // An uncontended program costs a round every IDLE_TICK_MAX,
+                // not every tick: each round reads every thread's CPU clock.
+                sleep = if contended {
+                    tick
+                } else {
+                    (sleep * 2).clamp(tick, IDLE_TICK_MAX.max(tick))
+                };
             }
         });
     if let Err(e) = spawned {

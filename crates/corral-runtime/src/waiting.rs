@@ -29,6 +29,18 @@ use crate::registry::{is_managed, on_lock_attempt, spin_before_park, spins_unbou
 /// Polls between two re-checks of the waiter's placement.
 pub const PLACEMENT_RECHECK_POLLS: u32 = 64;
 
+/// The fewest spin probes before parking, however often spinning failed:
+/// a holder that runs and releases within them is still caught.
+const MIN_SPIN: u32 = 16;
+
+thread_local! {
+    /// This thread's spin budget: halved each time spinning failed and the
+    /// thread had to sleep, doubled (up to `--spin-before-park`) each time
+    /// it won while spinning. A holder that sleeps or is preempted inside
+    /// its critical section then costs its waiters little CPU.
+    static SPIN_BUDGET: core::cell::Cell<u32> = const { core::cell::Cell::new(u32::MAX) };
+}
+
 /// First and longest sleep of a waiter whose lock has no [`Parking`]
 /// words (a `pthread_spinlock_t` is one int): it backs off in sleeps.
 const SLEEP_FIRST_NS: u64 = 2_000;
@@ -49,7 +61,8 @@ pub fn lock_contended<L: RawLock>(lock: &L, parks: bool, parking: Option<&Parkin
         thread_counter().record(now_ticks().wrapping_sub(start).max(1));
         return;
     }
-    let spin = spin_before_park();
+    let max_spin = spin_before_park();
+    let mut spin = SPIN_BUDGET.get().clamp(MIN_SPIN.min(max_spin), max_spin);
     let mut sleep_ns = SLEEP_FIRST_NS;
     let mut polls = 0u32;
     let mut parked = false;
@@ -65,6 +78,9 @@ pub fn lock_contended<L: RawLock>(lock: &L, parks: bool, parking: Option<&Parkin
             core::hint::spin_loop();
             continue;
         }
+        // The spin failed: the holder is slow or not running; spin less
+        // next time (glibc's adaptive mutex learns the same way).
+        spin = (spin / 2).max(MIN_SPIN.min(max_spin));
         match parking {
             Some(p) => {
                 p.park(|| lock.is_locked());
@@ -83,6 +99,11 @@ pub fn lock_contended<L: RawLock>(lock: &L, parks: bool, parking: Option<&Parkin
     if let (true, Some(p)) = (parked, parking) {
         p.acquired();
     }
+    if !parked && polls < spin {
+        // Won while spinning: spinning pays here; spin longer next time.
+        spin = spin.saturating_mul(2).min(max_spin);
+    }
+    SPIN_BUDGET.set(spin);
     thread_counter().record(now_ticks().wrapping_sub(start).max(1));
 }
 
