@@ -178,17 +178,19 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
     let preload = find_preload()?;
     // Files left by runs killed before they could clean up (kill -9).
     let private = corral_runtime::files::private_dir();
-    if let Ok(dir) = &private {
-        corral_runtime::files::remove_stale(dir);
+    match &private {
+        Ok(dir) => {
+            corral_runtime::files::remove_stale(dir);
+        }
+        // Planted by someone else: refused, never followed; PROG still runs.
+        Err(e) => eprintln!("corral: {e}; running without the decision log and live stats"),
     }
-    let scratch_events = (args.report.is_some() || !args.quiet) && args.events.is_none();
+    let scratch_events =
+        (args.report.is_some() || !args.quiet) && args.events.is_none() && private.is_ok();
     let events_path = match (&args.events, scratch_events) {
         (Some(p), _) => Some(p.clone()),
         // In corral's private directory (owner-only, no links followed).
-        (None, true) => match &private {
-            Ok(_) => Some(corral_runtime::files::events_path(std::process::id() as i32)),
-            Err(e) => return Err(CliError(format!("decision log: {e}"))),
-        },
+        (None, true) => Some(corral_runtime::files::events_path(std::process::id() as i32)),
         (None, false) => None,
     };
     // Opened now: an unwritable path is refused before PROG runs, not

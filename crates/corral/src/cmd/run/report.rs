@@ -40,9 +40,10 @@ pub(crate) struct SscPoint {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum RuntimeState {
-    /// The library never loaded: a static or setuid program, or one that
-    /// cleared `LD_PRELOAD`. PROG ran without corral.
-    NotLoaded,
+    /// No stats came back: the library never loaded (a static or setuid
+    /// program, or one that cleared `LD_PRELOAD`), and PROG ran without
+    /// corral; or it could not create its stats file (it said why).
+    NoStats,
     /// Loaded, but PROG never made a second thread, so no monitor ran.
     SingleThreaded,
     /// The monitor ran and applied the policy.
@@ -54,7 +55,7 @@ impl RuntimeState {
     /// and the monitor publishes into (never: no monitor).
     pub(crate) fn of(stats: Option<&StatsSnapshot>) -> Self {
         match stats {
-            None => RuntimeState::NotLoaded,
+            None => RuntimeState::NoStats,
             Some(s) if s.generation == 0 => RuntimeState::SingleThreaded,
             Some(_) => RuntimeState::Monitored,
         }
@@ -187,8 +188,9 @@ pub(crate) fn build_report(
 pub(crate) fn summary(r: &RunReport, stats: Option<&StatsSnapshot>) -> String {
     let Some(stats) = stats else {
         return format!(
-            "corral: PROG ran without corral (exit {}): its library was not loaded \
-             (a static or setuid program, or one that clears LD_PRELOAD); policy {} not applied",
+            "corral: exit {}; no stats from PROG: corral's library did not load (a static or \
+             setuid program, or one that clears LD_PRELOAD: then policy {} was not applied) \
+             or could not write its stats file (said above)",
             r.exit_code,
             r.policy.name()
         );
