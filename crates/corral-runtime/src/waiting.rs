@@ -23,7 +23,7 @@
 //! Parking algorithms (futex, adaptive) always wait as they do: they already
 //! sleep instead of spinning.
 
-use corral_locks::wait::{now_ticks, ns_to_ticks, thread_counter};
+use corral_locks::wait::{now_ticks, ns_to_ticks, record_wait, thread_counter};
 use corral_locks::RawLock;
 
 /// The clock reads this module once defined, kept at their old paths.
@@ -53,13 +53,12 @@ const SLEEP_MAX_NS: u64 = 1_000_000;
 #[cold]
 #[inline(never)]
 pub fn lock_contended<L: RawLock>(lock: &L, parks: bool, parking: Option<&Parking>) {
-    let start = now_ticks();
     let managed = is_managed();
     if parks || (!managed && spins_unbounded()) {
-        lock.lock();
-        thread_counter().record(now_ticks().wrapping_sub(start).max(1));
+        record_wait(|| lock.lock());
         return;
     }
+    let start = now_ticks();
     let spin = spin_before_yield();
     let mut yielding_since: Option<(u64, u64)> = None;
     let mut sleeps: Option<bool> = None;
