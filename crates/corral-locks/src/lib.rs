@@ -3,7 +3,8 @@
 //! spin locks whose collapse "Non-scalable locks are dangerous"
 //! (Boyd-Wickizer et al. 2012) explains (TAS, TTAS, ticket, proportional
 //! ticket), the scalable queue locks it recommends (MCS, CLH, K42), and
-//! parking locks that survive oversubscription (futex, adaptive).
+//! parking locks that survive oversubscription (futex, adaptive), and a
+//! futex reader-writer lock with glibc's preferences ([`RwLock`]).
 //!
 //! Every lock implements [`RawLock`]; [`wait::Timed`] adds per-thread
 //! lock-wait accounting (paper 1, Algorithm 1). [`sys`] is the OS layer
@@ -17,6 +18,8 @@ mod futex;
 mod k42;
 mod mcs;
 mod pool;
+#[cfg(target_os = "linux")]
+mod rwlock;
 mod sync;
 pub mod sys;
 mod tas;
@@ -32,11 +35,13 @@ pub use futex::FutexLock;
 pub use k42::K42Lock;
 pub use mcs::{McsLock, McsNode};
 pub use pool::MAX_NESTED_QUEUE_LOCKS;
+#[cfg(target_os = "linux")]
+pub use rwlock::{RwDeadline, RwError, RwLock, RwPreference};
 pub use tas::TasLock;
 pub use ticket::TicketLock;
 pub use ticket_backoff::{TicketBackoffLock, PROPORTIONAL_BACKOFF_SPINS_PER_WAITER};
 pub use ttas::{TtasLock, TTAS_MAX_BACKOFF_SPINS, TTAS_MIN_BACKOFF_SPINS};
-pub use wait::{Timed, WaitCounter};
+pub use wait::{record_wait, Timed, WaitCounter};
 
 /// A mutual-exclusion lock with a pthread-style interface: `lock` and
 /// `unlock` may happen in different calls of the same thread, and a thread

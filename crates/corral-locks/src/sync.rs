@@ -1,10 +1,11 @@
-//! Maps atomics, spin hints and threads to `loom` under `cfg(loom)` and to
-//! core/std otherwise, so the same lock code is model-checked and shipped.
+//! Maps atomics, spin hints, threads and futexes to `loom` under
+//! `cfg(loom)` and to core/std and the kernel otherwise, so the same lock
+//! code is model-checked and shipped.
 
 #[cfg(loom)]
 pub(crate) use loom::hint::spin_loop;
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, Ordering};
 #[cfg(loom)]
 #[allow(unused_imports)]
 pub(crate) use loom::thread;
@@ -12,10 +13,17 @@ pub(crate) use loom::thread;
 #[cfg(not(loom))]
 pub(crate) use core::hint::spin_loop;
 #[cfg(not(loom))]
-pub(crate) use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
+pub(crate) use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, Ordering};
 #[cfg(not(loom))]
 #[allow(unused_imports)]
 pub(crate) use std::thread;
+
+// The futex calls of `RwLock`: the kernel's, or under loom a model in
+// which a sleeper blocks until woken, so a lost wake-up is a deadlock.
+#[cfg(all(not(loom), target_os = "linux"))]
+pub(crate) use crate::sys::futex;
+#[cfg(all(loom, target_os = "linux"))]
+pub(crate) use crate::sys::futex_model as futex;
 
 /// Declares `fn $name() -> $ret` as `const fn` outside loom (loom's atomics
 /// cannot be built in const context) and as a plain `fn` under loom.

@@ -97,6 +97,19 @@ pub fn unattributed_counter() -> &'static WaitCounter {
     &UNATTRIBUTED
 }
 
+/// Runs `wait`, the waiting part of an acquisition whose first attempt
+/// failed, and records its duration into the calling thread's counter
+/// (paper 1's `sched_lock()` around `spin_lock()`). Returns what `wait`
+/// returned and the ticks recorded (at least 1).
+#[inline]
+pub fn record_wait<T>(wait: impl FnOnce() -> T) -> (T, u64) {
+    let start = now_ticks();
+    let out = wait();
+    let waited = now_ticks().wrapping_sub(start).max(1);
+    thread_counter().record(waited);
+    (out, waited)
+}
+
 /// A lock whose acquisitions record their waiting time into the acquiring
 /// thread's [`WaitCounter`], as paper 1's `sched_lock()` wraps `spin_lock()`
 /// (Sec. 3.2, Algorithm 1). Unlike Algorithm 1, the clock is read only after
@@ -132,11 +145,7 @@ impl<L: RawLock> Timed<L> {
     #[cold]
     #[inline(never)]
     fn lock_waiting(&self) -> u64 {
-        let start = now_ticks();
-        self.inner.lock();
-        let waited = now_ticks().wrapping_sub(start).max(1);
-        thread_counter().record(waited);
-        waited
+        record_wait(|| self.inner.lock()).1
     }
 }
 

@@ -298,6 +298,16 @@ per_algorithm! {
     adaptive => Adaptive,
 }
 
+/// The reader-writer lock's write side is a parking mutex (its reader
+/// contracts: tests/rwlock.rs).
+#[test]
+fn rwlock_write_side() {
+    let _cpu = CPU.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    correctness::<corral_locks::RwLock>(true);
+    correctness::<Timed<corral_locks::RwLock>>(true);
+    timed_records_only_waits::<corral_locks::RwLock>();
+}
+
 #[test]
 fn algorithm_names_round_trip() {
     assert_eq!(Algorithm::ALL.len(), 9);

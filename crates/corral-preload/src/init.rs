@@ -1,5 +1,6 @@
-//! Start and end of the library in a process: glibc's own mutex functions
-//! (for the mutexes corral leaves to glibc), the constructor that starts
+//! Start and end of the library in a process: glibc's own mutex and
+//! reader-writer lock functions (for the locks corral leaves to glibc:
+//! process-shared, robust, priority-protocol), the constructor that starts
 //! the monitor, the fork handler and the exit flush.
 
 use core::ffi::c_int;
@@ -20,7 +21,18 @@ type ClockFn = unsafe extern "C" fn(
     *const libc::timespec,
 ) -> c_int;
 
-/// glibc's mutex entry points, found past this library with `RTLD_NEXT`.
+type RwFn = unsafe extern "C" fn(*mut libc::pthread_rwlock_t) -> c_int;
+type RwInitFn =
+    unsafe extern "C" fn(*mut libc::pthread_rwlock_t, *const libc::pthread_rwlockattr_t) -> c_int;
+type RwTimedFn = unsafe extern "C" fn(*mut libc::pthread_rwlock_t, *const libc::timespec) -> c_int;
+type RwClockFn = unsafe extern "C" fn(
+    *mut libc::pthread_rwlock_t,
+    libc::clockid_t,
+    *const libc::timespec,
+) -> c_int;
+
+/// glibc's mutex and rwlock entry points, found past this library with
+/// `RTLD_NEXT`.
 pub(crate) struct Real {
     pub(crate) mutex_init: InitFn,
     pub(crate) mutex_destroy: MutexFn,
@@ -29,6 +41,17 @@ pub(crate) struct Real {
     pub(crate) mutex_unlock: MutexFn,
     pub(crate) mutex_timedlock: TimedFn,
     pub(crate) mutex_clocklock: ClockFn,
+    pub(crate) rwlock_init: RwInitFn,
+    pub(crate) rwlock_destroy: RwFn,
+    pub(crate) rwlock_rdlock: RwFn,
+    pub(crate) rwlock_tryrdlock: RwFn,
+    pub(crate) rwlock_timedrdlock: RwTimedFn,
+    pub(crate) rwlock_clockrdlock: RwClockFn,
+    pub(crate) rwlock_wrlock: RwFn,
+    pub(crate) rwlock_trywrlock: RwFn,
+    pub(crate) rwlock_timedwrlock: RwTimedFn,
+    pub(crate) rwlock_clockwrlock: RwClockFn,
+    pub(crate) rwlock_unlock: RwFn,
 }
 
 static REAL: OnceLock<Real> = OnceLock::new();
@@ -44,7 +67,7 @@ fn resolve() -> Real {
         // SAFETY: a NUL-terminated name; RTLD_NEXT searches past this library.
         let p = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) };
         if p.is_null() {
-            let msg = b"corral: cannot find glibc's pthread mutex functions\n";
+            let msg = b"corral: cannot find glibc's pthread lock functions\n";
             // SAFETY: writes a static buffer to stderr, then aborts.
             unsafe {
                 libc::write(2, msg.as_ptr().cast(), msg.len());
@@ -76,6 +99,39 @@ fn resolve() -> Real {
             )),
             mutex_clocklock: core::mem::transmute::<*mut libc::c_void, ClockFn>(sym(
                 c"pthread_mutex_clocklock",
+            )),
+            rwlock_init: core::mem::transmute::<*mut libc::c_void, RwInitFn>(sym(
+                c"pthread_rwlock_init",
+            )),
+            rwlock_destroy: core::mem::transmute::<*mut libc::c_void, RwFn>(sym(
+                c"pthread_rwlock_destroy",
+            )),
+            rwlock_rdlock: core::mem::transmute::<*mut libc::c_void, RwFn>(sym(
+                c"pthread_rwlock_rdlock",
+            )),
+            rwlock_tryrdlock: core::mem::transmute::<*mut libc::c_void, RwFn>(sym(
+                c"pthread_rwlock_tryrdlock",
+            )),
+            rwlock_timedrdlock: core::mem::transmute::<*mut libc::c_void, RwTimedFn>(sym(
+                c"pthread_rwlock_timedrdlock",
+            )),
+            rwlock_clockrdlock: core::mem::transmute::<*mut libc::c_void, RwClockFn>(sym(
+                c"pthread_rwlock_clockrdlock",
+            )),
+            rwlock_wrlock: core::mem::transmute::<*mut libc::c_void, RwFn>(sym(
+                c"pthread_rwlock_wrlock",
+            )),
+            rwlock_trywrlock: core::mem::transmute::<*mut libc::c_void, RwFn>(sym(
+                c"pthread_rwlock_trywrlock",
+            )),
+            rwlock_timedwrlock: core::mem::transmute::<*mut libc::c_void, RwTimedFn>(sym(
+                c"pthread_rwlock_timedwrlock",
+            )),
+            rwlock_clockwrlock: core::mem::transmute::<*mut libc::c_void, RwClockFn>(sym(
+                c"pthread_rwlock_clockwrlock",
+            )),
+            rwlock_unlock: core::mem::transmute::<*mut libc::c_void, RwFn>(sym(
+                c"pthread_rwlock_unlock",
             )),
         }
     }

@@ -1,11 +1,12 @@
 //! `libcorral_preload.so`: replaces an unmodified program's pthread mutexes,
-//! spin locks and condition variables with corral's instrumented locks
-//! (LD_PRELOAD), and starts the runtime's monitor that applies the SSC
-//! policy (paper 1, Sec. 3) to the program's threads when the process makes
-//! its second thread (`pthread_create` is interposed for that alone).
+//! reader-writer locks, spin locks and condition variables with corral's
+//! instrumented locks (LD_PRELOAD), and starts the runtime's monitor that
+//! applies the SSC policy (paper 1, Sec. 3) to the program's threads when
+//! the process makes its second thread (`pthread_create` is interposed for
+//! that alone).
 //!
 //! Rules every interposed entry point keeps: no allocation (corral's lock
-//! state lives inside the caller's `pthread_mutex_t`, or for K42 in a fixed
+//! state lives inside the caller's pthread object, or for K42 in a fixed
 //! side table), lazy registration of a thread on its first lock, zero bytes
 //! (the static initialisers) are a valid unlocked lock, and a failure of
 //! corral's monitor leaves the program running on corral's plain locks.
@@ -16,6 +17,7 @@ mod init;
 mod lockdispatch;
 mod mutex;
 mod mutex_core;
+mod rwlock;
 mod spin;
 
 pub use corral_runtime::abi;
@@ -30,6 +32,12 @@ pub use init::pthread_create;
 pub use mutex::{
     pthread_mutex_clocklock, pthread_mutex_destroy, pthread_mutex_init, pthread_mutex_lock,
     pthread_mutex_timedlock, pthread_mutex_trylock, pthread_mutex_unlock,
+};
+pub use rwlock::{
+    pthread_rwlock_clockrdlock, pthread_rwlock_clockwrlock, pthread_rwlock_destroy,
+    pthread_rwlock_init, pthread_rwlock_rdlock, pthread_rwlock_timedrdlock,
+    pthread_rwlock_timedwrlock, pthread_rwlock_tryrdlock, pthread_rwlock_trywrlock,
+    pthread_rwlock_unlock, pthread_rwlock_wrlock,
 };
 pub use spin::{
     pthread_spin_destroy, pthread_spin_init, pthread_spin_lock, pthread_spin_trylock,

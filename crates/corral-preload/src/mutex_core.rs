@@ -6,7 +6,7 @@
 use core::ffi::c_int;
 use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 
-use corral_locks::wait::{now_ticks, thread_counter};
+use corral_locks::wait::record_wait;
 use corral_locks::RawLock;
 use corral_runtime::parking::Parking;
 use corral_runtime::registry::{current_tid, on_lock_attempt};
@@ -238,8 +238,7 @@ impl Mutex<'_> {
 
     #[cold]
     fn poll_until(&self, deadline: &Deadline) -> c_int {
-        let start = now_ticks();
-        let rc = loop {
+        record_wait(|| loop {
             if self.try_acquire() {
                 break 0;
             }
@@ -247,9 +246,8 @@ impl Mutex<'_> {
                 break libc::ETIMEDOUT;
             }
             pause_briefly();
-        };
-        thread_counter().record(now_ticks().wrapping_sub(start).max(1));
-        rc
+        })
+        .0
     }
 
     /// The owner check before acquiring: `Some(result)` returns at once (a

@@ -17,7 +17,7 @@
 //! Parking algorithms (futex, adaptive) always wait as they do: they
 //! already sleep.
 
-use corral_locks::wait::{now_ticks, thread_counter};
+use corral_locks::wait::{now_ticks, record_wait, thread_counter};
 use corral_locks::RawLock;
 
 /// The clock reads this module once defined, kept at their old paths.
@@ -54,13 +54,12 @@ const SLEEP_MAX_NS: u64 = 1_000_000;
 #[cold]
 #[inline(never)]
 pub fn lock_contended<L: RawLock>(lock: &L, parks: bool, parking: Option<&Parking>) {
-    let start = now_ticks();
     let managed = is_managed();
     if parks || (!managed && spins_unbounded()) {
-        lock.lock();
-        thread_counter().record(now_ticks().wrapping_sub(start).max(1));
+        record_wait(|| lock.lock());
         return;
     }
+    let start = now_ticks();
     let max_spin = spin_before_park();
     let mut spin = SPIN_BUDGET.get().clamp(MIN_SPIN.min(max_spin), max_spin);
     let mut sleep_ns = SLEEP_FIRST_NS;

@@ -4,5 +4,7 @@
 pub mod clock;
 #[cfg(target_os = "linux")]
 pub mod futex;
+#[cfg(all(loom, target_os = "linux"))]
+pub mod futex_model;
 #[cfg(target_os = "linux")]
 pub mod membarrier;
