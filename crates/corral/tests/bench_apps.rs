@@ -52,6 +52,7 @@ fn a_tiny_sweep_reports_every_point_with_work_and_cpu() {
         assert!(p["throughput"].as_f64().unwrap() > 0.0, "{p}");
         assert!(p["cpu_s"].as_f64().unwrap() > 0.0, "{p}");
         assert!(p["wall_s"].as_f64().unwrap() > 0.0, "{p}");
+        assert!(p["timed_s"].as_f64().unwrap() > 0.0, "{p}");
         assert!(p["ratio_vs_glibc"].as_f64().unwrap() > 0.0, "{p}");
         assert!(p["cpu_ratio_vs_glibc"].as_f64().unwrap() > 0.0, "{p}");
         assert!(

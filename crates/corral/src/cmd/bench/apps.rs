@@ -45,6 +45,9 @@ THE PROGRAMS (Debian packages; scripts/ci-deps.sh installs them)
   stress-ng-mutex   stress-ng --mutex N: N processes, each of two threads that
                     lock one mutex, change their SCHED_FIFO priority (as root)
                     and yield inside it. Throughput: bogo-ops/s from its --yaml.
+                    As root, once its real-time threads outnumber the CPUs the
+                    kernel's real-time throttling shapes this figure as much
+                    as the locks do.
   pigz              pigz -1 -b 32: the fastest level and smallest blocks, so its
                     mutex/condition-variable work queues hand off as often as
                     pigz allows. Throughput: input MB/s over the wall time.
@@ -240,6 +243,9 @@ pub(crate) struct AppPoint {
     pub(crate) unit: &'static str,
     /// Wall time of the program's run(s) (median over the repeats).
     pub(crate) wall_s: f64,
+    /// The time the throughput is over: the program's own figure where it
+    /// prints one (sysbench, stress-ng), else the wall time (median).
+    pub(crate) timed_s: Option<f64>,
     /// User+sys CPU time of the program and its children (median).
     pub(crate) cpu_s: f64,
     /// Throughput over glibc's at the same thread count.
@@ -511,6 +517,8 @@ fn point(
         )
     });
     let wall_s = median(samples.iter().map(|s| s.wall_s).collect());
+    let timed_s =
+        (status == Status::Ok).then(|| median(ok.iter().map(|s| s.done.seconds).collect()));
     let cpu_s = median(samples.iter().map(|s| s.cpu_s).collect());
     let base = glibc.filter(|g| g.status == Status::Ok);
     AppPoint {
@@ -522,6 +530,7 @@ fn point(
         throughput,
         unit: app.unit(),
         wall_s,
+        timed_s,
         cpu_s,
         ratio_vs_glibc: base
             .and_then(|g| Some(throughput? / g.throughput?.max(1e-12)))
@@ -711,7 +720,7 @@ pub(crate) fn run(args: BenchAppsArgs) -> Result<(), CliError> {
     let estimate_s =
         total as f64 * (target + 0.05) + (apps.len() * args.threads.len()) as f64 * 1.5 * target;
     eprintln!(
-        "corral bench apps: {} programs x {} thread counts x {} columns x {} repeat(s) = {total} runs of about {} ms: about {:.0} min, longer where a column is slower than glibc",
+        "corral bench apps: {} programs x {} thread counts x {} columns x {} repeat(s) = {total} runs of about {} ms: about {:.0} min if every column ran as fast as glibc; slower columns stretch it (the progress lines say what is left)",
         apps.len(),
         args.threads.len(),
         columns.len(),
