@@ -670,6 +670,32 @@ fn print_app(app: App, points: &[AppPoint], threads: &[u32], columns: &[Column])
         .filter(|p| p.app == app && p.config == Column::Default.name())
         .count();
     println!("{}", verdict(&losses, measured));
+    if let Some(line) = noise(app, points) {
+        println!("{line}");
+    }
+}
+
+/// The `ticket` column runs the default's very configuration: how far the
+/// two part is the run-to-run noise the other ratios stand in.
+fn noise(app: App, points: &[AppPoint]) -> Option<String> {
+    let of = |n: u32, config: &str| {
+        points
+            .iter()
+            .find(|p| p.app == app && p.threads == n && p.config == config)
+            .and_then(|p| p.throughput)
+    };
+    let twin = Column::Lock(RuntimeConfig::default().lock).name();
+    let (threads, spread) = points
+        .iter()
+        .filter(|p| p.app == app && p.config == Column::Default.name())
+        .filter_map(|p| {
+            let (a, b) = (of(p.threads, "default")?, of(p.threads, twin)?);
+            Some((p.threads, a.max(b) / a.min(b).max(1e-12)))
+        })
+        .max_by(|x, y| x.1.total_cmp(&y.1))?;
+    Some(format!(
+        "noise: `{twin}` is the default's own configuration measured again; the two differ by up to {spread:.2}x (at {threads} threads)"
+    ))
 }
 
 /// `verdict: ...` for `losses` out of `measured` default points.
