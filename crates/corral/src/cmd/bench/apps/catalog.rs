@@ -1,8 +1,11 @@
-//! The programs `corral bench apps` runs: how each is started for a thread
-//! count and an amount of work, and how its own report of that work is read.
+//! The programs `corral bench apps` runs (how each is started for a thread
+//! count and an amount of work, and how its own report of that work is
+//! read) and the columns it runs them in.
 
 use std::ffi::OsString;
 
+use corral_locks::Algorithm;
+use corral_runtime::config::RuntimeConfig;
 use serde::Serialize;
 
 use super::fixture::Fixture;
@@ -299,6 +302,40 @@ fn field(text: &str, key: &str) -> Result<f64, String> {
     value
         .parse()
         .map_err(|_| format!("'{line}': '{value}' is not a number"))
+}
+
+/// One column of the table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Column {
+    /// The program alone.
+    Glibc,
+    /// `corral run -- PROG`.
+    Default,
+    /// `corral run --lock ALG -- PROG`.
+    Lock(Algorithm),
+}
+
+impl Column {
+    /// The name in `--locks`, the table and the JSON.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Column::Glibc => "glibc",
+            Column::Default => "default",
+            Column::Lock(alg) => alg.name(),
+        }
+    }
+
+    /// The configuration `corral run` would pass; `None` for glibc.
+    pub(crate) fn config(self) -> Option<RuntimeConfig> {
+        match self {
+            Column::Glibc => None,
+            Column::Default => Some(RuntimeConfig::default()),
+            Column::Lock(lock) => Some(RuntimeConfig {
+                lock,
+                ..RuntimeConfig::default()
+            }),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -8,8 +8,6 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::catalog::App;
-
 /// pigz's input size: 128 of its 32 KiB blocks, work for 64 threads.
 const PIGZ_BYTES: u64 = 4 << 20;
 /// The repository's directories and files per directory.
@@ -24,14 +22,15 @@ pub(crate) struct Fixture {
 }
 
 impl Fixture {
-    /// Makes what `apps` need under a new directory in `base`.
-    pub(crate) fn create(base: &Path, apps: &[App]) -> io::Result<Fixture> {
+    /// Makes a new directory in `base` with pigz's input and the git
+    /// repository, each if asked for.
+    pub(crate) fn create(base: &Path, pigz_input: bool, repo: bool) -> io::Result<Fixture> {
         let root = base.join(format!("corral-bench-apps.{}", std::process::id()));
         // A directory of this pid can only be a dead earlier run's.
         let _ = fs::remove_dir_all(&root);
         fs::create_dir(&root)?;
         let fx = Fixture { root };
-        if apps.contains(&App::Pigz) {
+        if pigz_input {
             let mut text = Text::new(1);
             let mut out = io::BufWriter::new(fs::File::create(fx.pigz_input())?);
             let mut written = 0;
@@ -43,7 +42,7 @@ impl Fixture {
             }
             out.flush()?;
         }
-        if apps.contains(&App::GitGrep) {
+        if repo {
             fx.make_repo()?;
         }
         Ok(fx)
