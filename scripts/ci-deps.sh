@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Debian packages corral's tests use, installed where missing (run as root;
 # CI is):
-#   required: a C compiler for tests/c, and the real multithreaded programs
-#             of tests/real-programs.sh;
+#   required: a C compiler for tests/c, the real multithreaded programs
+#             of tests/real-programs.sh, and those `corral bench apps` runs
+#             (sysbench, stress-ng, pigz, git);
 #   optional: clang, llvm and libbpf headers, so the tests can check that the
 #             committed BPF object matches its source (skipped without them).
 set -euo pipefail
@@ -13,6 +14,9 @@ command -v zstd >/dev/null 2>&1 || need+=(zstd)
 command -v pigz >/dev/null 2>&1 || need+=(pigz)
 command -v pbzip2 >/dev/null 2>&1 || need+=(pbzip2)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
+command -v sysbench >/dev/null 2>&1 || need+=(sysbench)
+command -v stress-ng >/dev/null 2>&1 || need+=(stress-ng)
+command -v git >/dev/null 2>&1 || need+=(git)
 optional=()
 command -v clang >/dev/null 2>&1 || optional+=(clang llvm)
 [[ -f /usr/include/bpf/bpf_helpers.h ]] || optional+=(libbpf-dev)

@@ -1,9 +1,10 @@
 //! Starting a program under `libcorral_preload.so` and collecting what its
-//! runtime published: shared by `corral run`, `corral bench counter` and
-//! `corral demo`.
+//! runtime published: shared by `corral run`, `corral bench counter`,
+//! `corral bench apps` and `corral demo`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
 
 use corral_runtime::config::{RuntimeConfig, ENV_EVENTS, ENV_PARENT_PID};
 use corral_runtime::stats::{StatsMap, StatsSnapshot};
@@ -122,6 +123,12 @@ pub(crate) struct Outcome {
     pub(crate) status: ExitStatus,
     /// The stats file's last state (none if the runtime could not write it).
     pub(crate) stats: Option<StatsSnapshot>,
+    /// From just before the spawn to the reaping.
+    pub(crate) wall: Duration,
+    /// User plus system CPU time of the program and of the descendants it
+    /// waited for (the `RUSAGE_CHILDREN` difference over the run: this
+    /// process reaps no other child meanwhile).
+    pub(crate) cpu: Duration,
 }
 
 /// How the program's output is handled.
@@ -130,6 +137,8 @@ pub(crate) enum Output {
     Inherit,
     /// stdout is captured and returned.
     Capture,
+    /// stdout goes to `/dev/null` (a compressor's output in a benchmark).
+    Null,
 }
 
 /// Runs `prog` under the preload with `cfg` (or without corral when
@@ -173,11 +182,19 @@ pub(crate) fn launch_observed(
             None => cmd.env_remove(ENV_EVENTS),
         };
     }
-    if let Output::Capture = output {
-        cmd.stdout(Stdio::piped());
+    match output {
+        Output::Inherit => {}
+        Output::Capture => {
+            cmd.stdout(Stdio::piped());
+        }
+        Output::Null => {
+            cmd.stdout(Stdio::null());
+        }
     }
     signals::die_with_parent(&mut cmd);
     signals::forward_to_program();
+    let cpu_before = children_cpu();
+    let started = Instant::now();
     let child = cmd
         .spawn()
         .map_err(|e| CliError(format!("cannot start '{}': {e}", name.to_string_lossy())))?;
@@ -185,6 +202,8 @@ pub(crate) fn launch_observed(
     signals::program_started(pid);
     on_spawn(pid);
     let out = child.wait_with_output();
+    let wall = started.elapsed();
+    let cpu = children_cpu().saturating_sub(cpu_before);
     signals::program_ended();
     let out =
         out.map_err(|e| CliError(format!("waiting for '{}': {e}", name.to_string_lossy())))?;
@@ -195,9 +214,23 @@ pub(crate) fn launch_observed(
         Outcome {
             status: out.status,
             stats,
+            wall,
+            cpu,
         },
         out.stdout,
     ))
+}
+
+/// User plus system CPU time of this process's reaped children so far.
+fn children_cpu() -> Duration {
+    // SAFETY: a zeroed rusage is valid, and getrusage only writes into it.
+    let ru = unsafe {
+        let mut ru: libc::rusage = core::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru);
+        ru
+    };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1_000);
+    tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! `corral bench ...`: benchmarks that measure; each compares ratios taken
 //! side by side in one run.
 
+mod apps;
 pub(crate) mod counter;
 mod kernel;
 mod lockbench;
@@ -20,6 +21,10 @@ pub(crate) enum BenchCommand {
     /// Paper 1's single counter (and paper 4's list and counters) as a real
     /// program under `corral run`: glibc vs policy none vs lca.
     Counter(counter::BenchCounterArgs),
+    /// Real programs from Debian (sysbench, stress-ng, pigz, git grep) under
+    /// glibc, corral's default and every --lock, per thread count: the table
+    /// corral is judged by.
+    Apps(apps::BenchAppsArgs),
     /// The program `bench counter` runs (internal).
     #[command(hide = true)]
     Worker(worker::WorkerArgs),
@@ -31,6 +36,7 @@ pub(crate) fn run(cmd: BenchCommand) -> Result<(), CliError> {
         BenchCommand::Locks(args) => locks::run(args),
         BenchCommand::Kernel(args) => kernel::run(args),
         BenchCommand::Counter(args) => counter::run(args),
+        BenchCommand::Apps(args) => apps::run(args),
         BenchCommand::Worker(args) => worker::run(args),
     }
 }

@@ -1,0 +1,560 @@
+//! `corral bench apps`: real multithreaded programs from Debian's packages,
+//! each under glibc's own locks, under corral's default (`corral run -- PROG`)
+//! and under `corral run --lock ALG` for every algorithm, at several thread
+//! counts, side by side in one invocation. The table users judge corral by.
+
+mod catalog;
+mod fixture;
+mod report;
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use corral_locks::Algorithm;
+use corral_runtime::config::RuntimeConfig;
+use serde::Serialize;
+
+use crate::cmd::launch::{find_preload, launch_observed, resolve_program, Output};
+use crate::CliError;
+use catalog::{App, Column, Done};
+use fixture::Fixture;
+use report::{loss_of, point, print_app, short, verdict, AppPoint, Loss, Sample, Status};
+
+/// A run longer than this many times --duration-ms, plus
+/// `TIMEOUT_ALLOWANCE_MS` for a loaded machine, is killed and its point
+/// marked `timeout`.
+const TIMEOUT_FACTOR: u64 = 20;
+const TIMEOUT_ALLOWANCE_MS: u64 = 10_000;
+
+/// Arguments of `corral bench apps`.
+#[derive(clap::Args)]
+#[command(after_help = "\
+THE PROGRAMS (Debian packages; scripts/ci-deps.sh installs them)
+  sysbench-mutex    sysbench mutex, one mutex, no work outside it: pure lock
+                    handoff. Throughput: locks/s over sysbench's own total time.
+  sysbench-threads  sysbench threads --thread-locks=1: every event takes one
+                    mutex 100 times and yields the CPU while holding it.
+                    Throughput: events/s over sysbench's total time.
+  stress-ng-mutex   stress-ng --mutex N: N processes, each of two threads that
+                    lock one mutex, change their SCHED_FIFO priority (as root)
+                    and yield inside it. Throughput: bogo-ops/s from its --yaml.
+                    As root, once its real-time threads outnumber the CPUs the
+                    kernel's real-time throttling shapes this figure as much
+                    as the locks do.
+  pigz              pigz -1 -b 32: the fastest level and smallest blocks, so its
+                    mutex/condition-variable work queues hand off as often as
+                    pigz allows. Throughput: input MB/s over the wall time.
+  git-grep          git grep over a packed commit of 2048 generated files:
+                    threads share git's object-reading mutex and its work-queue
+                    mutex (about half a million lock calls a second). More work
+                    is more runs. Throughput: files/s over the wall time.
+  The first three are lock benchmarks; pigz and git-grep are everyday tools
+  where locks are not the whole story, so corral must not cost them anything.
+
+THE COLUMNS
+  glibc     the program alone: glibc's own locks, no corral.
+  default   `corral run -- PROG`: policy lca, lock ticket.
+  ALG       `corral run --lock ALG -- PROG` (policy lca). `ticket` is the
+            default's algorithm: its column measures the default again, which
+            shows the run-to-run noise.
+
+HOW A POINT IS MEASURED
+  For each program and thread count the glibc run is timed first to pick an
+  amount of work that takes about --duration-ms; every column then does that
+  same work, so CPU seconds compare directly. CPU is user+sys of the program and
+  its children (getrusage). A run longer than 20x --duration-ms + 10 s is killed
+  and shown as `timeout`; one that fails is shown as `failed`. Other load on
+  the machine moves every figure: the load average is printed at both ends.
+
+THE VERDICT
+  Under each table: the points where corral's default loses, that is its
+  throughput is below 0.95x glibc's, or its throughput is within 0.95-1.05x and
+  its CPU time above 1.2x glibc's. Nothing is left out for looking bad.
+
+EXAMPLES
+  corral bench apps                                  the whole table (minutes)
+  corral bench apps --apps sysbench-mutex --threads 1,4,64 --locks default,mcs
+  corral bench apps --repeat 3 --report apps.json    medians of 3, JSON kept")]
+pub(crate) struct BenchAppsArgs {
+    /// Programs (comma-separated): sysbench-mutex, sysbench-threads,
+    /// stress-ng-mutex, pigz, git-grep, or `all`.
+    #[arg(long, value_name = "LIST", default_value = "all", value_parser = parse_apps)]
+    pub(crate) apps: Apps,
+    /// Thread counts (for stress-ng-mutex: processes of two threads each).
+    #[arg(long, value_name = "LIST", default_value = "1,2,4,8,16,32,64", value_parser = parse_threads)]
+    pub(crate) threads: crate::cmd::lists::Counts,
+    /// Columns besides glibc (always measured): `default`, lock algorithm
+    /// names, or `all` (default plus every algorithm).
+    #[arg(long, value_name = "LIST", default_value = "all", value_parser = parse_columns)]
+    pub(crate) locks: Columns,
+    /// Target length of each run; the work is sized on glibc to take this long.
+    #[arg(long, value_name = "MS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(10..=600_000))]
+    pub(crate) duration_ms: u64,
+    /// Runs of each point; with more than one the medians are reported.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=99))]
+    pub(crate) repeat: u32,
+    /// Print the JSON document instead of the tables.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Also write the JSON document to FILE.
+    #[arg(long, value_name = "FILE.json")]
+    pub(crate) report: Option<PathBuf>,
+}
+
+/// A parsed `--apps` list.
+#[derive(Clone, Debug)]
+pub(crate) struct Apps(Vec<App>);
+
+fn parse_apps(s: &str) -> Result<Apps, String> {
+    let mut out = Vec::new();
+    for item in s.split(',').map(str::trim) {
+        if item == "all" {
+            out = App::ALL.to_vec();
+            continue;
+        }
+        let app = App::ALL
+            .into_iter()
+            .find(|a| a.name() == item)
+            .ok_or_else(|| {
+                let names: Vec<&str> = App::ALL.iter().map(|a| a.name()).collect();
+                format!(
+                    "unknown program '{item}'; allowed: {}, all",
+                    names.join(", ")
+                )
+            })?;
+        if !out.contains(&app) {
+            out.push(app);
+        }
+    }
+    Ok(Apps(out))
+}
+
+/// `--threads`: stress-ng and sysbench accept far more, but a point past a
+/// few hundred threads on a small machine only measures thread creation.
+fn parse_threads(s: &str) -> Result<crate::cmd::lists::Counts, String> {
+    let counts = crate::cmd::lists::parse_count_list(s)?;
+    match counts.iter().find(|&&n| n > 1024) {
+        Some(n) => Err(format!("{n} threads is over the limit of 1024")),
+        None => Ok(counts),
+    }
+}
+
+/// A parsed `--locks` list (glibc not included).
+#[derive(Clone, Debug)]
+pub(crate) struct Columns(Vec<Column>);
+
+fn parse_columns(s: &str) -> Result<Columns, String> {
+    let mut out = Vec::new();
+    let mut add = |c: Column| {
+        if !out.contains(&c) {
+            out.push(c);
+        }
+    };
+    for item in s.split(',').map(str::trim) {
+        match item {
+            "all" => {
+                add(Column::Default);
+                Algorithm::ALL
+                    .into_iter()
+                    .for_each(|a| add(Column::Lock(a)));
+            }
+            "default" => add(Column::Default),
+            "glibc" => {} // always measured
+            name => add(Column::Lock(name.parse().map_err(
+                |e: corral_locks::UnknownAlgorithm| format!("{e}, default, all"),
+            )?)),
+        }
+    }
+    if out.is_empty() {
+        return Err("nothing to compare with glibc; give default, an algorithm or all".into());
+    }
+    Ok(Columns(out))
+}
+
+/// A program as the report describes it.
+#[derive(Clone, Debug, Serialize)]
+struct AppInfo {
+    /// The name.
+    app: App,
+    /// Its command line (N threads, W work).
+    command: &'static str,
+    /// The throughput's unit.
+    unit: &'static str,
+    /// The Debian package.
+    package: &'static str,
+}
+
+/// `--json`'s document.
+#[derive(Clone, Debug, Serialize)]
+struct AppsReport {
+    /// CPUs this process may use.
+    cpus: usize,
+    /// The 1-minute load average before the first run and after the last:
+    /// other work on the machine moves every figure.
+    loadavg_start: Option<f64>,
+    loadavg_end: Option<f64>,
+    /// Target length of each run.
+    duration_ms: u64,
+    /// Runs per point.
+    repeat: u32,
+    /// The thread counts.
+    threads: Vec<u32>,
+    /// The columns, glibc first.
+    configs: Vec<&'static str>,
+    /// The programs.
+    apps: Vec<AppInfo>,
+    /// Every point, by program, thread count, column.
+    points: Vec<AppPoint>,
+    /// Where corral's default loses.
+    losses: Vec<Loss>,
+}
+
+/// What every run needs.
+struct Bench<'a> {
+    fx: &'a Fixture,
+    preload: Option<PathBuf>,
+    limit: Duration,
+}
+
+impl Bench<'_> {
+    /// Runs `app` with `threads` threads and `work` units in `column`.
+    fn sample(
+        &self,
+        app: App,
+        column: Column,
+        threads: u32,
+        work: u64,
+    ) -> Result<Sample, CliError> {
+        let (runs, per_run) = app.runs(work);
+        let mut s = Sample {
+            status: Status::Ok,
+            done: Done::default(),
+            wall_s: 0.0,
+            cpu_s: 0.0,
+            ssc_bound: None,
+            detail: None,
+        };
+        let cfg = column.config();
+        let lib = cfg.and(self.preload.as_deref());
+        for _ in 0..runs {
+            if app == App::StressNgMutex {
+                // Never read a previous run's report.
+                let _ = std::fs::remove_file(self.fx.stress_yaml());
+            }
+            let argv = app.argv(self.fx, threads, per_run);
+            let output = if app.reads_stdout() {
+                Output::Capture
+            } else {
+                Output::Null
+            };
+            let (outcome, stdout, killed) =
+                launch_limited(&cfg.unwrap_or_default(), lib, &argv, output, self.limit)?;
+            s.wall_s += outcome.wall.as_secs_f64();
+            s.cpu_s += outcome.cpu.as_secs_f64();
+            s.ssc_bound = outcome.stats.map(|st| st.ssc_bound);
+            if killed {
+                s.status = Status::Timeout;
+                return Ok(s);
+            }
+            if let Some(sig) = outcome.status.signal() {
+                if [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT].contains(&sig) {
+                    return Err(CliError("interrupted".into()));
+                }
+            }
+            let done = app.done(
+                self.fx,
+                outcome.status,
+                &stdout,
+                threads,
+                per_run,
+                outcome.wall.as_secs_f64(),
+            );
+            match done {
+                Ok(d) => {
+                    s.done.units += d.units;
+                    s.done.seconds += d.seconds;
+                }
+                Err(e) => {
+                    s.status = Status::Failed;
+                    s.detail = Some(e);
+                    return Ok(s);
+                }
+            }
+        }
+        Ok(s)
+    }
+
+    /// Sizes the work so that glibc's run takes about `target`: small runs
+    /// first, growing until one is long enough to scale from.
+    fn calibrate(&self, app: App, threads: u32, target: f64) -> Result<u64, CliError> {
+        let mut work = app.first_work(threads);
+        for _ in 0..8 {
+            let s = self.sample(app, Column::Glibc, threads, work)?;
+            if s.status != Status::Ok {
+                return Err(CliError(format!(
+                    "{} at {threads} threads fails without corral ({}): {}",
+                    app.name(),
+                    serde_json::to_string(&s.status)?.trim_matches('"'),
+                    s.detail.unwrap_or_default()
+                )));
+            }
+            let t = s.wall_s.max(1e-4);
+            let scale = target / t;
+            if scale <= 3.0 {
+                return Ok(((work as f64 * scale).round() as u64).max(1));
+            }
+            // Aim the next probe at half the target: no probe overshoots far.
+            work = ((work as f64 * (scale / 2.0).min(64.0)).ceil() as u64).max(work + 1);
+        }
+        Ok(work)
+    }
+}
+
+/// [`launch_observed`] with a watchdog that kills the program after
+/// `limit`; the flag says whether it did.
+fn launch_limited(
+    cfg: &RuntimeConfig,
+    lib: Option<&Path>,
+    argv: &[std::ffi::OsString],
+    output: Output,
+    limit: Duration,
+) -> Result<(crate::cmd::launch::Outcome, Vec<u8>, bool), CliError> {
+    let (fd_tx, fd_rx) = mpsc::channel::<i32>();
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || -> bool {
+        let Ok(fd) = fd_rx.recv() else {
+            return false; // never started
+        };
+        let fired = matches!(
+            done_rx.recv_timeout(limit),
+            Err(mpsc::RecvTimeoutError::Timeout)
+        );
+        if fired {
+            // SAFETY: fd is a pidfd this thread owns; a pidfd names one
+            // process, so a program already reaped gets nothing and no other
+            // process can get the signal.
+            unsafe {
+                libc::syscall(libc::SYS_pidfd_send_signal, fd, libc::SIGKILL, 0, 0);
+            }
+        }
+        // SAFETY: closes the pidfd opened for this thread and nothing else.
+        unsafe { libc::close(fd) };
+        fired
+    });
+    // The pidfd is opened at the spawn, before the program can be reaped,
+    // so the watchdog can never signal another process that reused its pid.
+    let on_spawn = |pid: i32| {
+        // SAFETY: pidfd_open takes a pid and flags; a failure returns -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
+        if fd >= 0 {
+            let _ = fd_tx.send(fd);
+        }
+    };
+    let result = launch_observed(cfg, lib, argv, None, output, &on_spawn);
+    drop(fd_tx);
+    let _ = done_tx.send(());
+    let fired = watchdog.join().unwrap_or(false);
+    let (outcome, stdout) = result?;
+    Ok((outcome, stdout, fired))
+}
+
+/// The 1-minute load average, if /proc tells it.
+fn loadavg() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Runs the sweep and prints the tables (or the JSON document).
+pub(crate) fn run(args: BenchAppsArgs) -> Result<(), CliError> {
+    let apps = &args.apps.0;
+    for app in apps {
+        if resolve_program(app.program().as_ref()).is_none() {
+            return Err(CliError(format!(
+                "--apps {}: '{}' is not installed; install the Debian package '{}' (scripts/ci-deps.sh installs every program this bench runs)",
+                app.name(),
+                app.program(),
+                app.package()
+            )));
+        }
+    }
+    let mut columns = vec![Column::Glibc];
+    columns.extend(args.locks.0.iter().copied());
+    // Opened now: an unwritable path is refused before minutes of running.
+    let report_file = match &args.report {
+        Some(path) => Some(
+            std::fs::File::create(path)
+                .map_err(|e| CliError(format!("--report {}: {e}", path.display())))?,
+        ),
+        None => None,
+    };
+    let preload = find_preload()?;
+    let target = args.duration_ms as f64 / 1e3;
+    let total = apps.len() * args.threads.len() * columns.len() * args.repeat as usize;
+    // Each point: the run plus ~50 ms of start-up; each (app, threads): a
+    // calibration of about 1.5 runs.
+    let estimate_s =
+        total as f64 * (target + 0.05) + (apps.len() * args.threads.len()) as f64 * 1.5 * target;
+    eprintln!(
+        "corral bench apps: {} programs x {} thread counts x {} columns x {} repeat(s) = {total} runs of about {} ms: about {:.0} min if every column ran as fast as glibc; slower columns stretch it (the progress lines say what is left)",
+        apps.len(),
+        args.threads.len(),
+        columns.len(),
+        args.repeat,
+        args.duration_ms,
+        (estimate_s / 60.0).ceil()
+    );
+    let loadavg_start = loadavg();
+    let fx = Fixture::create(
+        &std::env::temp_dir(),
+        apps.contains(&App::Pigz),
+        apps.contains(&App::GitGrep),
+    )
+    .map_err(|e| CliError(format!("preparing the inputs: {e}")))?;
+    let bench = Bench {
+        fx: &fx,
+        preload: Some(preload),
+        limit: Duration::from_millis(args.duration_ms * TIMEOUT_FACTOR + TIMEOUT_ALLOWANCE_MS),
+    };
+    let started = Instant::now();
+    let mut points: Vec<AppPoint> = Vec::new();
+    let mut done = 0usize;
+    for &app in apps {
+        for &n in args.threads.iter() {
+            let work = bench.calibrate(app, n, target)?;
+            let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); columns.len()];
+            // Repeats go round all columns, so drift hits every column alike.
+            for _ in 0..args.repeat {
+                for (i, &c) in columns.iter().enumerate() {
+                    let s = bench.sample(app, c, n, work)?;
+                    done += 1;
+                    let elapsed = started.elapsed().as_secs_f64();
+                    let left = elapsed / done as f64 * (total - done) as f64;
+                    let what = match s.status {
+                        Status::Ok => format!(
+                            "{} {}",
+                            short(s.done.units / s.done.seconds.max(1e-9)),
+                            app.unit()
+                        ),
+                        Status::Timeout => "timeout".into(),
+                        Status::Failed => {
+                            format!("failed: {}", s.detail.clone().unwrap_or_default())
+                        }
+                    };
+                    eprintln!(
+                        "[{done}/{total}, ~{:.0} s left] {} {n} threads {}: {what}, cpu {:.3} s",
+                        left,
+                        app.name(),
+                        c.name(),
+                        s.cpu_s
+                    );
+                    samples[i].push(s);
+                }
+            }
+            let glibc = point(app, n, Column::Glibc, work, &samples[0], None);
+            points.push(glibc.clone());
+            for (i, &c) in columns.iter().enumerate().skip(1) {
+                points.push(point(app, n, c, work, &samples[i], Some(&glibc)));
+            }
+        }
+    }
+    drop(fx);
+    let losses: Vec<Loss> = points
+        .iter()
+        .filter(|p| p.config == Column::Default.name())
+        .filter_map(|p| {
+            loss_of(p).map(|why| Loss {
+                app: p.app,
+                threads: p.threads,
+                why,
+            })
+        })
+        .collect();
+    let report = AppsReport {
+        cpus: corral_runtime::affinity::allowed_cpus().len(),
+        loadavg_start,
+        loadavg_end: loadavg(),
+        duration_ms: args.duration_ms,
+        repeat: args.repeat,
+        threads: args.threads.to_vec(),
+        configs: columns.iter().map(|c| c.name()).collect(),
+        apps: apps
+            .iter()
+            .map(|&a| AppInfo {
+                app: a,
+                command: a.template(),
+                unit: a.unit(),
+                package: a.package(),
+            })
+            .collect(),
+        points,
+        losses,
+    };
+    let text = serde_json::to_string_pretty(&report)?;
+    if let (Some(mut file), Some(path)) = (report_file, &args.report) {
+        use std::io::Write;
+        file.write_all((text.clone() + "\n").as_bytes())
+            .map_err(|e| CliError(format!("--report {}: {e}", path.display())))?;
+    }
+    if args.json {
+        println!("{text}");
+        return Ok(());
+    }
+    let load = |l: Option<f64>| l.map_or("?".to_string(), |l| format!("{l:.1}"));
+    println!(
+        "corral bench apps: {} CPUs, {} ms per run, {} repeat(s){}, load average {} before, {} after",
+        report.cpus,
+        args.duration_ms,
+        args.repeat,
+        if args.repeat > 1 { " (medians)" } else { "" },
+        load(report.loadavg_start),
+        load(report.loadavg_end)
+    );
+    for &app in apps {
+        print_app(app, &report.points, &args.threads, &columns);
+    }
+    let all: Vec<String> = report
+        .losses
+        .iter()
+        .map(|l| format!("{}@{} {}", l.app.name(), l.threads, l.why))
+        .collect();
+    let measured = report
+        .points
+        .iter()
+        .filter(|p| p.config == Column::Default.name())
+        .count();
+    println!();
+    println!("overall {}", verdict(&all, measured));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_parse_and_errors_name_the_choices() {
+        assert_eq!(parse_apps("pigz,all").unwrap().0, App::ALL.to_vec());
+        assert!(parse_apps("memcached")
+            .unwrap_err()
+            .contains("sysbench-mutex"));
+        let cols = parse_columns("default,mcs,glibc").unwrap().0;
+        assert_eq!(cols, vec![Column::Default, Column::Lock(Algorithm::Mcs)]);
+        assert_eq!(
+            parse_columns("all").unwrap().0.len(),
+            1 + Algorithm::ALL.len()
+        );
+        let e = parse_columns("bakery").unwrap_err();
+        assert!(
+            e.contains("bakery") && e.contains("ticket") && e.contains("default"),
+            "{e}"
+        );
+        assert!(parse_columns("glibc").is_err());
+        assert!(parse_threads("1,2048").is_err());
+    }
+}

@@ -1,0 +1,362 @@
+//! The programs `corral bench apps` runs (how each is started for a thread
+//! count and an amount of work, and how its own report of that work is
+//! read) and the columns it runs them in.
+
+use std::ffi::OsString;
+
+use corral_locks::Algorithm;
+use corral_runtime::config::RuntimeConfig;
+use serde::Serialize;
+
+use super::fixture::Fixture;
+
+/// A real multithreaded program from Debian's packages, run as is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum App {
+    /// `sysbench mutex` on one mutex: the pure lock-handoff case.
+    SysbenchMutex,
+    /// `sysbench threads --thread-locks=1`: a yield inside the critical
+    /// section, so waiters pile up behind a holder that gave its CPU away.
+    SysbenchThreads,
+    /// `stress-ng --mutex N`: N processes of two threads each.
+    StressNgMutex,
+    /// `pigz`: a compressor whose threads meet at mutex/condition-variable
+    /// work queues.
+    Pigz,
+    /// `git grep` over a commit: threads that share git's object-reading
+    /// mutex and its work-queue mutex.
+    GitGrep,
+}
+
+/// What one run of a program did, by its own account where it gives one.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Done {
+    /// Units of work (locks, events, bogo operations, MB, files).
+    pub(crate) units: f64,
+    /// The time those units took: the program's own figure where it prints
+    /// one, else the run's wall time.
+    pub(crate) seconds: f64,
+}
+
+impl App {
+    /// Every program, in the order `all` runs them.
+    pub(crate) const ALL: [App; 5] = [
+        App::SysbenchMutex,
+        App::SysbenchThreads,
+        App::StressNgMutex,
+        App::Pigz,
+        App::GitGrep,
+    ];
+
+    /// The name in `--apps` and in reports.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            App::SysbenchMutex => "sysbench-mutex",
+            App::SysbenchThreads => "sysbench-threads",
+            App::StressNgMutex => "stress-ng-mutex",
+            App::Pigz => "pigz",
+            App::GitGrep => "git-grep",
+        }
+    }
+
+    /// The executable.
+    pub(crate) fn program(self) -> &'static str {
+        match self {
+            App::SysbenchMutex | App::SysbenchThreads => "sysbench",
+            App::StressNgMutex => "stress-ng",
+            App::Pigz => "pigz",
+            App::GitGrep => "git",
+        }
+    }
+
+    /// The Debian package that ships [`App::program`].
+    pub(crate) fn package(self) -> &'static str {
+        match self {
+            App::SysbenchMutex | App::SysbenchThreads => "sysbench",
+            App::StressNgMutex => "stress-ng",
+            App::Pigz => "pigz",
+            App::GitGrep => "git",
+        }
+    }
+
+    /// The throughput's unit.
+    pub(crate) fn unit(self) -> &'static str {
+        match self {
+            App::SysbenchMutex => "locks/s",
+            App::SysbenchThreads => "events/s",
+            App::StressNgMutex => "bogo-ops/s",
+            App::Pigz => "MB/s",
+            App::GitGrep => "files/s",
+        }
+    }
+
+    /// The command line with N for the thread count and W for the work.
+    pub(crate) fn template(self) -> &'static str {
+        match self {
+            App::SysbenchMutex => {
+                "sysbench mutex --threads=N --mutex-num=1 --mutex-loops=0 --mutex-locks=W/N run"
+            }
+            App::SysbenchThreads => {
+                "sysbench threads --threads=N --thread-locks=1 --thread-yields=100 --events=W --time=0 run"
+            }
+            App::StressNgMutex => "stress-ng --mutex N --mutex-ops W (N processes x 2 threads)",
+            App::Pigz => "pigz -1 -b 32 -p N -c FILE... (W copies of a 4 MiB text file)",
+            App::GitGrep => "git grep --threads=N -c -e mutex HEAD (W runs; 2048 files)",
+        }
+    }
+
+    /// A first amount of work to time, small enough for any thread count.
+    pub(crate) fn first_work(self, threads: u32) -> u64 {
+        match self {
+            App::SysbenchMutex => 200_000,
+            App::SysbenchThreads => 50,
+            App::StressNgMutex => 20_000u64.max(u64::from(threads) * 100),
+            App::Pigz | App::GitGrep => 1,
+        }
+    }
+
+    /// Processes per sample and the work each is given: `git grep` cannot
+    /// be told to do more, so more work is more runs.
+    pub(crate) fn runs(self, work: u64) -> (u64, u64) {
+        match self {
+            App::GitGrep => (work, 1),
+            _ => (1, work),
+        }
+    }
+
+    /// Whether the program's stdout is read (else it goes to /dev/null).
+    pub(crate) fn reads_stdout(self) -> bool {
+        matches!(
+            self,
+            App::SysbenchMutex | App::SysbenchThreads | App::StressNgMutex
+        )
+    }
+
+    /// The command line for `threads` threads and `work` units.
+    pub(crate) fn argv(self, fx: &Fixture, threads: u32, work: u64) -> Vec<OsString> {
+        let mut v: Vec<OsString> = vec![self.program().into()];
+        let mut push = |s: String| v.push(s.into());
+        match self {
+            App::SysbenchMutex => {
+                for a in [
+                    "mutex".to_string(),
+                    format!("--threads={threads}"),
+                    "--mutex-num=1".into(),
+                    "--mutex-loops=0".into(),
+                    format!("--mutex-locks={}", per_thread(work, threads)),
+                    "run".into(),
+                ] {
+                    push(a);
+                }
+            }
+            App::SysbenchThreads => {
+                for a in [
+                    "threads".to_string(),
+                    format!("--threads={threads}"),
+                    "--thread-locks=1".into(),
+                    "--thread-yields=100".into(),
+                    format!("--events={work}"),
+                    "--time=0".into(),
+                    "run".into(),
+                ] {
+                    push(a);
+                }
+            }
+            App::StressNgMutex => {
+                for a in [
+                    "--mutex".to_string(),
+                    threads.to_string(),
+                    "--mutex-ops".into(),
+                    work.max(u64::from(threads)).to_string(),
+                    "--quiet".into(),
+                    // Without it the --yaml report has no metrics.
+                    "--metrics-brief".into(),
+                    // Its log on stdout, which is read, not on the terminal.
+                    "--stdout".into(),
+                    "--yaml".into(),
+                ] {
+                    push(a);
+                }
+                v.push(fx.stress_yaml().into());
+            }
+            App::Pigz => {
+                for a in ["-1", "-b", "32", "-p"] {
+                    push(a.into());
+                }
+                push(threads.to_string());
+                push("-c".into());
+                for _ in 0..work {
+                    v.push(fx.pigz_input().into());
+                }
+            }
+            App::GitGrep => {
+                v.push("-C".into());
+                v.push(fx.repo().into());
+                for a in [
+                    "--no-pager".to_string(),
+                    "grep".into(),
+                    format!("--threads={threads}"),
+                    "-c".into(),
+                    "-e".into(),
+                    "mutex".into(),
+                    "HEAD".into(),
+                ] {
+                    v.push(a.into());
+                }
+            }
+        }
+        v
+    }
+
+    /// Reads what one run of `work` units did from its exit status and
+    /// stdout (or the files it wrote); `wall_s` stands in where the program
+    /// times nothing.
+    pub(crate) fn done(
+        self,
+        fx: &Fixture,
+        status: std::process::ExitStatus,
+        stdout: &[u8],
+        threads: u32,
+        work: u64,
+        wall_s: f64,
+    ) -> Result<Done, String> {
+        let out = String::from_utf8_lossy(stdout);
+        // stress-ng's exit 3 is judged below, by the work it reports.
+        let stress_ng_short_of_threads = self == App::StressNgMutex && status.code() == Some(3);
+        if !(status.success() || stress_ng_short_of_threads) {
+            let last = out.lines().rev().find(|l| !l.trim().is_empty());
+            return Err(match last {
+                Some(line) => format!("{} exited ({status}): {}", self.program(), line.trim()),
+                None => format!("{} exited ({status})", self.program()),
+            });
+        }
+        match self {
+            App::SysbenchMutex => Ok(Done {
+                units: (per_thread(work, threads) * u64::from(threads)) as f64,
+                seconds: sysbench_total_time(&out)?,
+            }),
+            App::SysbenchThreads => Ok(Done {
+                units: field(&out, "total number of events:")?,
+                seconds: sysbench_total_time(&out)?,
+            }),
+            App::StressNgMutex => {
+                let yaml = std::fs::read_to_string(fx.stress_yaml())
+                    .map_err(|e| format!("stress-ng wrote no --yaml file: {e}"))?;
+                let units = field(&yaml, "bogo-ops:")?;
+                // Exit 3 is "a stressor could not create its threads": in
+                // stress-ng 0.15, also what an instance reports when its
+                // first thread did all its operations before the second
+                // was created (likely as root, where they run SCHED_FIFO).
+                // With every operation done the run counts; short, it fails.
+                if !status.success() && units < work.max(u64::from(threads)) as f64 {
+                    let fail = out.lines().find(|l| l.contains("fail:")).unwrap_or("");
+                    return Err(format!(
+                        "stress-ng exited ({status}) after {units} of {work} operations: {}",
+                        fail.trim()
+                    ));
+                }
+                Ok(Done {
+                    units,
+                    seconds: field(&yaml, "wall-clock-time:")?,
+                })
+            }
+            App::Pigz => Ok(Done {
+                units: (work * fx.pigz_bytes()) as f64 / 1e6,
+                seconds: wall_s,
+            }),
+            App::GitGrep => Ok(Done {
+                units: (work * fx.repo_files()) as f64,
+                seconds: wall_s,
+            }),
+        }
+    }
+}
+
+/// sysbench mutex's per-thread lock count for `work` in all.
+fn per_thread(work: u64, threads: u32) -> u64 {
+    work.div_ceil(u64::from(threads)).max(1)
+}
+
+/// sysbench's `total time:   1.2345s`.
+fn sysbench_total_time(out: &str) -> Result<f64, String> {
+    let t = field(out, "total time:")?;
+    if t > 0.0 {
+        Ok(t)
+    } else {
+        Err(format!("sysbench reported a total time of {t} s"))
+    }
+}
+
+/// The number after `key` on the first line that starts with it (leading
+/// blanks ignored), a trailing unit letter dropped.
+fn field(text: &str, key: &str) -> Result<f64, String> {
+    let line = text
+        .lines()
+        .map(str::trim_start)
+        .find(|l| l.starts_with(key))
+        .ok_or_else(|| format!("no '{key}' in the program's output"))?;
+    let value = line[key.len()..]
+        .trim()
+        .trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    value
+        .parse()
+        .map_err(|_| format!("'{line}': '{value}' is not a number"))
+}
+
+/// One column of the table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Column {
+    /// The program alone.
+    Glibc,
+    /// `corral run -- PROG`.
+    Default,
+    /// `corral run --lock ALG -- PROG`.
+    Lock(Algorithm),
+}
+
+impl Column {
+    /// The name in `--locks`, the table and the JSON.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Column::Glibc => "glibc",
+            Column::Default => "default",
+            Column::Lock(alg) => alg.name(),
+        }
+    }
+
+    /// The configuration `corral run` would pass; `None` for glibc.
+    pub(crate) fn config(self) -> Option<RuntimeConfig> {
+        match self {
+            Column::Glibc => None,
+            Column::Default => Some(RuntimeConfig::default()),
+            Column::Lock(lock) => Some(RuntimeConfig {
+                lock,
+                ..RuntimeConfig::default()
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_sysbench_and_stress_ng_reports() {
+        let sysbench = "General statistics:\n    total time:                          0.0286s\n    total number of events:              4\n";
+        assert_eq!(sysbench_total_time(sysbench).unwrap(), 0.0286);
+        assert_eq!(field(sysbench, "total number of events:").unwrap(), 4.0);
+        let yaml = "metrics:\n    - stressor: mutex\n      bogo-ops: 20002\n      wall-clock-time: 0.066999\n";
+        assert_eq!(field(yaml, "bogo-ops:").unwrap(), 20002.0);
+        assert_eq!(field(yaml, "wall-clock-time:").unwrap(), 0.066999);
+        assert!(field("nothing", "total time:").is_err());
+        assert!(sysbench_total_time("total time: 0.0000s").is_err());
+    }
+
+    #[test]
+    fn sysbench_mutex_splits_the_work_over_the_threads() {
+        assert_eq!(per_thread(1000, 3), 334);
+        assert_eq!(per_thread(1, 64), 1);
+    }
+}

@@ -1,0 +1,390 @@
+//! What `corral bench apps` makes of its runs: each point's medians and
+//! ratios to glibc, the verdict on corral's default, and the tables.
+
+use corral_runtime::config::RuntimeConfig;
+use serde::Serialize;
+
+use super::catalog::{App, Column, Done};
+
+/// A point loses when its throughput is below this share of glibc's...
+pub(super) const MIN_RATIO: f64 = 0.95;
+/// ...or when, at a throughput within `EQUAL_BAND` of glibc's, it spends
+/// more than this multiple of glibc's CPU time on the same work.
+pub(super) const MAX_CPU_RATIO: f64 = 1.2;
+/// Throughput ratios in [MIN_RATIO, EQUAL_BAND] count as equal throughput.
+pub(super) const EQUAL_BAND: f64 = 1.05;
+/// How a point ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Status {
+    /// The program finished and reported its work.
+    Ok,
+    /// Killed for running far past --duration-ms (see `TIMEOUT_FACTOR`).
+    Timeout,
+    /// Exited unsuccessfully, or its report could not be read.
+    Failed,
+}
+
+/// One measured point: a program at a thread count in one column.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct AppPoint {
+    /// The program.
+    pub(crate) app: App,
+    /// `--threads` value (stress-ng-mutex: processes of two threads).
+    pub(crate) threads: u32,
+    /// `glibc`, `default` or an algorithm.
+    pub(crate) config: &'static str,
+    /// corral's lock algorithm; none under glibc.
+    pub(crate) lock: Option<&'static str>,
+    /// How it ended.
+    pub(crate) status: Status,
+    /// Work per second (median over the repeats); none unless `ok`.
+    pub(crate) throughput: Option<f64>,
+    /// The throughput's unit.
+    pub(crate) unit: &'static str,
+    /// Wall time of the program's run(s) (median over the repeats).
+    pub(crate) wall_s: f64,
+    /// The time the throughput is over: the program's own figure where it
+    /// prints one (sysbench, stress-ng), else the wall time (median).
+    pub(crate) timed_s: Option<f64>,
+    /// User+sys CPU time of the program and its children (median).
+    pub(crate) cpu_s: f64,
+    /// Throughput over glibc's at the same thread count.
+    pub(crate) ratio_vs_glibc: Option<f64>,
+    /// CPU time over glibc's for the same work.
+    pub(crate) cpu_ratio_vs_glibc: Option<f64>,
+    /// The work each run was given (locks, events, ops, copies or runs).
+    pub(crate) work: u64,
+    /// Runs behind the medians.
+    pub(crate) repeats: u32,
+    /// corral's SSC size at the end of the last run (corral columns).
+    pub(crate) ssc_bound: Option<u32>,
+    /// Why a point failed.
+    pub(crate) detail: Option<String>,
+}
+
+/// A point where corral's default loses to glibc.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Loss {
+    /// The program.
+    pub(crate) app: App,
+    /// The thread count.
+    pub(crate) threads: u32,
+    /// What lost: `throughput 0.81x`, `cpu 1.34x at throughput 1.00x`,
+    /// `timeout` or `failed`.
+    pub(crate) why: String,
+}
+
+/// One run (or, for git-grep, series of runs) of a point.
+#[derive(Clone, Debug)]
+pub(super) struct Sample {
+    pub(super) status: Status,
+    pub(super) done: Done,
+    pub(super) wall_s: f64,
+    pub(super) cpu_s: f64,
+    pub(super) ssc_bound: Option<u32>,
+    pub(super) detail: Option<String>,
+}
+
+/// The median of `v` (not empty).
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Folds the repeats of one point into its medians.
+pub(super) fn point(
+    app: App,
+    threads: u32,
+    column: Column,
+    work: u64,
+    samples: &[Sample],
+    glibc: Option<&AppPoint>,
+) -> AppPoint {
+    let ok: Vec<&Sample> = samples.iter().filter(|s| s.status == Status::Ok).collect();
+    // A point is only as good as its worst run: one timeout or failure marks it.
+    let status = samples
+        .iter()
+        .map(|s| s.status)
+        .find(|&s| s != Status::Ok)
+        .unwrap_or(Status::Ok);
+    let throughput = (status == Status::Ok).then(|| {
+        median(
+            ok.iter()
+                .map(|s| s.done.units / s.done.seconds.max(1e-9))
+                .collect(),
+        )
+    });
+    let wall_s = median(samples.iter().map(|s| s.wall_s).collect());
+    let timed_s =
+        (status == Status::Ok).then(|| median(ok.iter().map(|s| s.done.seconds).collect()));
+    let cpu_s = median(samples.iter().map(|s| s.cpu_s).collect());
+    let base = glibc.filter(|g| g.status == Status::Ok);
+    AppPoint {
+        app,
+        threads,
+        config: column.name(),
+        lock: column.config().map(|c| c.lock.name()),
+        status,
+        throughput,
+        unit: app.unit(),
+        wall_s,
+        timed_s,
+        cpu_s,
+        ratio_vs_glibc: base
+            .and_then(|g| Some(throughput? / g.throughput?.max(1e-12)))
+            .or_else(|| (column == Column::Glibc && status == Status::Ok).then_some(1.0)),
+        cpu_ratio_vs_glibc: (status == Status::Ok)
+            .then(|| base.map(|g| cpu_s / g.cpu_s.max(1e-9)))
+            .flatten()
+            .or_else(|| (column == Column::Glibc).then_some(1.0)),
+        work,
+        repeats: samples.len() as u32,
+        ssc_bound: samples.last().and_then(|s| s.ssc_bound),
+        detail: samples.iter().find_map(|s| s.detail.clone()),
+    }
+}
+
+/// Why a default point loses, if it does.
+pub(super) fn loss_of(p: &AppPoint) -> Option<String> {
+    match p.status {
+        Status::Timeout => return Some("timeout".into()),
+        Status::Failed => return Some("failed".into()),
+        Status::Ok => {}
+    }
+    let r = p.ratio_vs_glibc?;
+    let c = p.cpu_ratio_vs_glibc.unwrap_or(1.0);
+    if r < MIN_RATIO {
+        Some(format!("throughput {r:.2}x"))
+    } else if r <= EQUAL_BAND && c > MAX_CPU_RATIO {
+        Some(format!("cpu {c:.2}x at throughput {r:.2}x"))
+    } else {
+        None
+    }
+}
+
+/// `12.3M`, `456k`, `7.89`: three significant digits.
+pub(super) fn short(x: f64) -> String {
+    let (v, suffix) = if x >= 1e9 {
+        (x / 1e9, "G")
+    } else if x >= 1e6 {
+        (x / 1e6, "M")
+    } else if x >= 1e3 {
+        (x / 1e3, "k")
+    } else {
+        (x, "")
+    };
+    let digits = if v >= 100.0 {
+        0
+    } else if v >= 10.0 {
+        1
+    } else {
+        2
+    };
+    format!("{v:.digits$}{suffix}")
+}
+
+/// A cell: `VALUE RATIOx`, or the status where there is no value.
+fn cell(
+    p: Option<&AppPoint>,
+    value: impl Fn(&AppPoint) -> Option<f64>,
+    ratio: impl Fn(&AppPoint) -> Option<f64>,
+    glibc: bool,
+) -> String {
+    let Some(p) = p else {
+        return "-".into();
+    };
+    match (p.status, value(p)) {
+        (Status::Ok, Some(v)) if glibc => short(v),
+        (Status::Ok, Some(v)) => match ratio(p) {
+            Some(r) => format!("{} {r:.2}x", short(v)),
+            None => short(v),
+        },
+        (Status::Timeout, _) => "timeout".into(),
+        _ => "failed".into(),
+    }
+}
+
+/// Width of a table column.
+const CELL: usize = 13;
+
+/// Prints one program's two tables and its verdict line.
+pub(super) fn print_app(app: App, points: &[AppPoint], threads: &[u32], columns: &[Column]) {
+    println!();
+    println!("== {}: {}", app.name(), app.template());
+    let find = |n: u32, c: Column| {
+        points
+            .iter()
+            .find(|p| p.app == app && p.threads == n && p.config == c.name())
+    };
+    let header = || {
+        let mut h = format!("{:>7}", "threads");
+        for c in columns {
+            h.push_str(&format!(" {:>CELL$}", c.name()));
+        }
+        println!("{h}");
+    };
+    println!("throughput, {} (ratio to glibc)", app.unit());
+    header();
+    for &n in threads {
+        let mut row = format!("{n:>7}");
+        for &c in columns {
+            let s = cell(
+                find(n, c),
+                |p| p.throughput,
+                |p| p.ratio_vs_glibc,
+                c == Column::Glibc,
+            );
+            row.push_str(&format!(" {s:>CELL$}"));
+        }
+        println!("{row}");
+    }
+    println!("CPU seconds, user+sys, same work in every column (ratio to glibc)");
+    header();
+    for &n in threads {
+        let mut row = format!("{n:>7}");
+        for &c in columns {
+            let s = match find(n, c) {
+                Some(p) if p.status == Status::Ok && c == Column::Glibc => {
+                    format!("{:.3}", p.cpu_s)
+                }
+                Some(p) if p.status == Status::Ok => match p.cpu_ratio_vs_glibc {
+                    Some(r) => format!("{:.3} {r:.2}x", p.cpu_s),
+                    None => format!("{:.3}", p.cpu_s),
+                },
+                Some(p) => cell(Some(p), |_| None, |_| None, false),
+                None => "-".into(),
+            };
+            row.push_str(&format!(" {s:>CELL$}"));
+        }
+        println!("{row}");
+    }
+    let losses: Vec<String> = points
+        .iter()
+        .filter(|p| p.app == app && p.config == Column::Default.name())
+        .filter_map(|p| loss_of(p).map(|why| format!("{} threads {why}", p.threads)))
+        .collect();
+    let measured = points
+        .iter()
+        .filter(|p| p.app == app && p.config == Column::Default.name())
+        .count();
+    println!("{}", verdict(&losses, measured));
+    if let Some(line) = noise(app, points) {
+        println!("{line}");
+    }
+}
+
+/// The `ticket` column runs the default's very configuration: how far the
+/// two part is the run-to-run noise the other ratios stand in.
+fn noise(app: App, points: &[AppPoint]) -> Option<String> {
+    let of = |n: u32, config: &str| {
+        points
+            .iter()
+            .find(|p| p.app == app && p.threads == n && p.config == config)
+            .and_then(|p| p.throughput)
+    };
+    let twin = Column::Lock(RuntimeConfig::default().lock).name();
+    let (threads, spread) = points
+        .iter()
+        .filter(|p| p.app == app && p.config == Column::Default.name())
+        .filter_map(|p| {
+            let (a, b) = (of(p.threads, "default")?, of(p.threads, twin)?);
+            Some((p.threads, a.max(b) / a.min(b).max(1e-12)))
+        })
+        .max_by(|x, y| x.1.total_cmp(&y.1))?;
+    Some(format!(
+        "noise: `{twin}` is the default's own configuration measured again; the two differ by up to {spread:.2}x (at {threads} threads)"
+    ))
+}
+
+/// `verdict: ...` for `losses` out of `measured` default points.
+pub(super) fn verdict(losses: &[String], measured: usize) -> String {
+    if measured == 0 {
+        "verdict: corral's default was not measured (--locks has no `default`)".into()
+    } else if losses.is_empty() {
+        format!(
+            "verdict: corral's default loses at none of {measured} points (throughput >= {MIN_RATIO}x glibc; CPU <= {MAX_CPU_RATIO}x where throughput is within {MIN_RATIO}-{EQUAL_BAND}x)"
+        )
+    } else {
+        format!(
+            "verdict: corral's default LOSES at {} of {measured} points: {}",
+            losses.len(),
+            losses.join("; ")
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(config: Column, status: Status, thr: f64, cpu: f64) -> AppPoint {
+        let s = Sample {
+            status,
+            done: Done {
+                units: thr,
+                seconds: 1.0,
+            },
+            wall_s: 1.0,
+            cpu_s: cpu,
+            ssc_bound: None,
+            detail: None,
+        };
+        let glibc = point(
+            App::Pigz,
+            4,
+            Column::Glibc,
+            1,
+            std::slice::from_ref(&Sample {
+                status: Status::Ok,
+                done: Done {
+                    units: 100.0,
+                    seconds: 1.0,
+                },
+                ..s.clone()
+            }),
+            None,
+        );
+        let glibc = AppPoint {
+            cpu_s: 1.0,
+            ..glibc
+        };
+        point(App::Pigz, 4, config, 1, &[s], Some(&glibc))
+    }
+
+    #[test]
+    fn the_verdict_counts_slow_points_and_costly_equal_ones() {
+        assert_eq!(
+            loss_of(&p(Column::Default, Status::Ok, 94.0, 1.0)).unwrap(),
+            "throughput 0.94x"
+        );
+        assert!(loss_of(&p(Column::Default, Status::Ok, 95.0, 1.2)).is_none());
+        assert_eq!(
+            loss_of(&p(Column::Default, Status::Ok, 100.0, 1.3)).unwrap(),
+            "cpu 1.30x at throughput 1.00x"
+        );
+        // Faster at a higher CPU cost is a trade, not a loss.
+        assert!(loss_of(&p(Column::Default, Status::Ok, 300.0, 2.0)).is_none());
+        assert_eq!(
+            loss_of(&p(Column::Default, Status::Timeout, 0.0, 9.0)).unwrap(),
+            "timeout"
+        );
+        let failed = p(Column::Default, Status::Failed, 0.0, 1.0);
+        assert_eq!(failed.throughput, None);
+        assert_eq!(failed.ratio_vs_glibc, None);
+    }
+
+    #[test]
+    fn medians_and_short_numbers() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert_eq!(short(25_123_456.0), "25.1M");
+        assert_eq!(short(456_789.0), "457k");
+        assert_eq!(short(7.891), "7.89");
+    }
+}

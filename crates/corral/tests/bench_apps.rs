@@ -1,0 +1,94 @@
+//! `corral bench apps` end to end on a tiny sweep: real sysbench and pigz
+//! (scripts/ci-deps.sh installs them) under glibc, corral's default and one
+//! `--lock`. Only the document's shape and that every point did work are
+//! checked: tests never time things.
+
+use std::process::Command;
+
+/// The preload library beside the test's `corral` (built by the caller).
+fn preload_beside_corral() -> std::path::PathBuf {
+    let exe = std::path::PathBuf::from(env!("CARGO_BIN_EXE_corral"));
+    let lib = exe.parent().unwrap().join("libcorral_preload.so");
+    assert!(
+        lib.is_file(),
+        "build the preload library first: cargo build -p corral-preload"
+    );
+    lib
+}
+
+#[test]
+fn a_tiny_sweep_reports_every_point_with_work_and_cpu() {
+    let out = Command::new(env!("CARGO_BIN_EXE_corral"))
+        .env("CORRAL_PRELOAD", preload_beside_corral())
+        .args([
+            "bench",
+            "apps",
+            "--apps",
+            "sysbench-mutex,pigz",
+            "--threads",
+            "1,2",
+            "--locks",
+            "default,mcs",
+            "--duration-ms",
+            "20",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "corral bench apps failed: {stderr}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["threads"], serde_json::json!([1, 2]));
+    assert_eq!(
+        doc["configs"],
+        serde_json::json!(["glibc", "default", "mcs"])
+    );
+    assert_eq!(doc["apps"].as_array().unwrap().len(), 2);
+    assert!(doc["losses"].is_array());
+    let points = doc["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2 * 2 * 3, "apps x threads x columns");
+    for p in points {
+        assert_eq!(p["status"], "ok", "{p}");
+        assert!(p["throughput"].as_f64().unwrap() > 0.0, "{p}");
+        assert!(p["cpu_s"].as_f64().unwrap() > 0.0, "{p}");
+        assert!(p["wall_s"].as_f64().unwrap() > 0.0, "{p}");
+        assert!(p["timed_s"].as_f64().unwrap() > 0.0, "{p}");
+        assert!(p["ratio_vs_glibc"].as_f64().unwrap() > 0.0, "{p}");
+        assert!(p["cpu_ratio_vs_glibc"].as_f64().unwrap() > 0.0, "{p}");
+        assert!(
+            p["unit"].is_string() && p["work"].as_u64().unwrap() > 0,
+            "{p}"
+        );
+        let glibc = p["config"] == "glibc";
+        assert_eq!(p["lock"].is_null(), glibc, "{p}");
+        if glibc {
+            assert_eq!(p["ratio_vs_glibc"], 1.0);
+        }
+    }
+    let pigz = points.iter().find(|p| p["app"] == "pigz").unwrap();
+    assert_eq!(pigz["unit"], "MB/s");
+    assert!(
+        stderr.contains("runs of about 20 ms"),
+        "the estimate is said at the start: {stderr}"
+    );
+}
+
+#[test]
+fn unknown_names_are_one_line_naming_the_choices() {
+    for (flag, value, allowed) in [
+        ("--apps", "memcached", "sysbench-mutex"),
+        ("--locks", "bakery", "default"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_corral"))
+            .args(["bench", "apps", flag, value])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(
+            err.contains(flag) && err.contains(value) && err.contains(allowed),
+            "{err}"
+        );
+    }
+}
