@@ -99,7 +99,20 @@ pub unsafe extern "C" fn pthread_cond_init(
 /// # Safety
 /// `c` points to a live condition variable and `m`, where given, to a mutex the caller holds; a timespec argument is valid.
 #[no_mangle]
-pub unsafe extern "C" fn pthread_cond_destroy(_c: *mut libc::pthread_cond_t) -> c_int {
+pub unsafe extern "C" fn pthread_cond_destroy(c: *mut libc::pthread_cond_t) -> c_int {
+    // POSIX lets a program destroy (and free) a condition variable right
+    // after a broadcast, while the woken waiters are still on their way
+    // out. They touch the variable until they uncount themselves: wait for
+    // that (microseconds), as glibc's destroy does, or their last write
+    // lands in freed memory (pigz under --lock futex corrupted its heap).
+    // SAFETY: the function's contract.
+    let w = unsafe { words(c) };
+    let mut sleep_ns = 1_000;
+    // Acquire: pairs with the waiters' Release on the way out.
+    while w.waiters.load(Ordering::Acquire) != 0 {
+        corral_locks::sys::clock::sleep_ns(sleep_ns);
+        sleep_ns = (sleep_ns * 2).min(1_000_000);
+    }
     0
 }
 
@@ -257,7 +270,7 @@ unsafe fn wait(
         }
         // Not counted while it may be cancelled: a cancelled waiter would
         // leave the count high (harmless, but every signal would wake).
-        w.waiters.fetch_sub(1, Ordering::Relaxed); // Relaxed: a count.
+        w.waiters.fetch_sub(1, Ordering::Release); // Release: as on the way out.
                                                    // SAFETY: `m` is the live mutex released above; re-released below.
         unsafe { mutex_core::lock(m) };
         // SAFETY: as at entry.
@@ -266,8 +279,10 @@ unsafe fn wait(
                                                   // SAFETY: this thread took `m` just above.
         unsafe { mutex_core::unlock(m) };
     };
-    w.waiters.fetch_sub(1, Ordering::Relaxed); // Relaxed: a count.
-                                               // SAFETY: `m` is the live mutex released above.
+    // Release: the last touch of `c`; a destroy that sees the count drop
+    // may free it.
+    w.waiters.fetch_sub(1, Ordering::Release);
+    // SAFETY: `m` is the live mutex released above.
     unsafe { mutex_core::lock(m) };
     // The wait's end is a cancellation point too.
     // SAFETY: as at entry.

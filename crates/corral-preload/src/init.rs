@@ -171,7 +171,6 @@ static STATS: Mutex<Option<(i32, StatsMap)>> = Mutex::new(None);
 extern "C" fn after_fork_in_child() {
     FORKED.store(true, Ordering::Relaxed); // Relaxed: single-threaded here.
     registry::reset_after_fork();
-    corral_locks::sys::membarrier::forget();
     // A child of a process whose monitor ran has none: the monitor's state
     // was copied mid-flight. A child of one still waiting may start its own.
     // Relaxed: single-threaded here.
@@ -305,12 +304,6 @@ pub unsafe extern "C" fn pthread_create(
     start: extern "C" fn(*mut libc::c_void) -> *mut libc::c_void,
     arg: *mut libc::c_void,
 ) -> c_int {
-    // Before the second thread exists: unlocks pay a compiler fence, not a
-    // full one, from the first contended one on. A single-threaded process
-    // (most of what a script execs) never pays the system call.
-    if !corral_locks::sys::membarrier::available() {
-        corral_locks::sys::membarrier::register();
-    }
     start_monitor_once();
     // SAFETY: the caller's arguments, passed on unchanged.
     unsafe { real_create()(thread, attr, start, arg) }

@@ -192,11 +192,15 @@ impl Mutex<'_> {
             w.count.store(0, Ordering::Relaxed);
         }
         let state = w.state();
+        // Looked at under the lock: after the release the mutex may be
+        // destroyed and freed (parking algorithms never park here).
+        let wake = w.parking.before_release();
         // SAFETY: the owner check above, or POSIX's precondition for a
         // normal mutex: the caller holds the lock.
         with_lock!(state, l => unsafe { l.unlock() });
-        // Parking algorithms never park here: `parked` stays 0 for them.
-        w.parking.after_release();
+        if let Some(wake) = wake {
+            wake.wake();
+        }
         0
     }
 

@@ -5,34 +5,32 @@
 //! monitor). Two words that live inside the pthread object, next to the
 //! lock's own state, both zero when unused.
 //!
-//! The lost-wake-up argument is Dekker's: the waiter announces itself
-//! (`parked += 1`) and then looks at the lock, the releaser stores the
-//! release and then looks at `parked`, each with a barrier between. One of
-//! the two sees the other's store: either the waiter sees the lock free and
-//! does not sleep, or the releaser sees a parked waiter, bumps `wake` (so a
-//! waiter that read `wake` before it cannot sleep on the stale value) and
-//! wakes it. The barriers are asymmetric ([`membarrier`]): the waiter,
-//! already on its slow path, pays a system call, so that the releaser's is
-//! a compiler fence and an uncontended unlock costs one plain load.
+//! The releaser never touches the lock's memory after the release: POSIX
+//! lets another thread take the free mutex, release it, destroy it and
+//! free it at once (pigz does), and a write there corrupts the heap. So
+//! it looks for parked waiters while it still holds the lock
+//! ([`Parking::before_release`]), marks one as woken and bumps the futex
+//! word then, and after the release only makes the FUTEX_WAKE system call
+//! by address ([`WakeAfterRelease::wake`]), which reads no memory.
+//!
+//! A waiter that announces itself (`parked += 1`) just after the
+//! releaser looked and just before the release is not woken by that
+//! release; it sleeps with a timeout ([`Parking::park`]'s), short at first,
+//! and the next release wakes it, so such a miss costs at most the first
+//! timeout. A waiter that read `wake` before a bump cannot sleep on it (the
+//! futex compares).
 //!
 //! Wake-ups are throttled as glibc's and parking_lot's are: a release wakes
 //! a waiter only when none is already on its way (woken, not yet back at
 //! the lock). Otherwise a holder that releases and re-takes the lock in a
 //! loop would make a system call and wake a thread at every release, and
-//! the woken threads, finding the lock taken again, would park again, each
-//! paying its membarrier. The waiter on its way clears the mark when it
-//! takes the lock ([`Parking::acquired`]) or goes back to sleep, and a
-//! sleeper's own announcement (`parked`) makes the next release look, so
-//! no waiter is stranded.
+//! the woken threads, finding the lock taken again, would park again. The
+//! waiter on its way clears the mark when it takes the lock
+//! ([`Parking::acquired`]) or goes back to sleep.
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use corral_locks::sys::futex::{self, Sharing, WaitResult};
-use corral_locks::sys::membarrier;
-
-/// A sleep's upper bound: the protocol needs none, but a lock word reused
-/// against POSIX (re-initialised while waited on) must not strand a thread.
-const PARK_LIMIT_NS: u64 = 50_000_000;
 
 /// `parked`'s top bit: a woken waiter is on its way to the lock.
 const ON_ITS_WAY: u32 = 1 << 31;
@@ -47,6 +45,20 @@ pub struct Parking {
     wake: AtomicU32,
 }
 
+/// A wake-up prepared under the lock, made after its release.
+#[derive(Debug)]
+#[must_use = "call wake() after releasing the lock"]
+pub struct WakeAfterRelease(*const AtomicU32);
+
+impl WakeAfterRelease {
+    /// Wakes the waiter marked before the release; touches no memory of
+    /// the lock, which may be gone by now.
+    #[cold]
+    pub fn wake(self) {
+        futex::wake_addr(self.0, 1, Sharing::Private);
+    }
+}
+
 impl Parking {
     /// No waiter parked.
     pub const fn new() -> Self {
@@ -56,30 +68,29 @@ impl Parking {
         }
     }
 
-    /// Call right after releasing the lock: wakes one parked waiter, if any.
+    /// Call while still holding the lock, right before releasing it: if a
+    /// waiter sleeps and none is on its way, marks one woken and returns
+    /// the wake-up to make after the release.
     #[inline]
-    pub fn after_release(&self) {
-        // The releaser's half of the Dekker pattern: the release store above
-        // is ordered before the load of `parked`.
-        membarrier::light();
-        // Relaxed: the barrier above orders it; a waiter seen here is woken
-        // unless another is on its way already.
+    pub fn before_release(&self) -> Option<WakeAfterRelease> {
+        // Relaxed: the release store that follows orders it (a load before
+        // a Release store stays before it).
         let parked = self.parked.load(Ordering::Relaxed);
         if parked != 0 && parked & ON_ITS_WAY == 0 {
-            self.wake_one();
+            Some(self.prepare_wake())
+        } else {
+            None
         }
     }
 
     #[cold]
     #[inline(never)]
-    fn wake_one(&self) {
-        // SeqCst RMW: one releaser marks and wakes; the others see the mark.
-        if self.parked.fetch_or(ON_ITS_WAY, Ordering::SeqCst) & ON_ITS_WAY != 0 {
-            return;
-        }
+    fn prepare_wake(&self) -> WakeAfterRelease {
+        // Relaxed: only the holder marks; the waiters' RMWs keep the count.
+        self.parked.fetch_or(ON_ITS_WAY, Ordering::Relaxed);
         // SeqCst: a waiter that read `wake` before this bump cannot sleep.
         self.wake.fetch_add(1, Ordering::SeqCst);
-        futex::wake(&self.wake, 1, Sharing::Private);
+        WakeAfterRelease(&self.wake)
     }
 
     /// Call after taking the lock, if this thread parked while waiting for
@@ -91,29 +102,24 @@ impl Parking {
         self.parked.fetch_and(!ON_ITS_WAY, Ordering::Relaxed);
     }
 
-    /// Sleeps until a release wakes this thread, unless `held()` (read
-    /// after announcing the wait) says the lock is free already. The caller
-    /// then tries the lock again: a wake-up is a hint, not a hand-off.
-    /// Returns false only if the sleep ran into its safety limit.
+    /// Sleeps until a release wakes this thread or `timeout_ns` passes,
+    /// unless `held()` (read after announcing the wait) says the lock is
+    /// free already. The caller then tries the lock again: a wake-up is a
+    /// hint, not a hand-off. Returns false if the sleep timed out.
     #[cold]
     #[inline(never)]
-    pub fn park(&self, held: impl Fn() -> bool) -> bool {
-        // SeqCst RMW: the waiter's half of the Dekker pattern.
+    pub fn park(&self, held: impl Fn() -> bool, timeout_ns: u64) -> bool {
+        // SeqCst RMW: announced before `wake` and the lock are read.
         self.parked.fetch_add(1, Ordering::SeqCst);
-        // The waiter's half: every releaser's unlock store so far is visible
-        // to `held()`, or that releaser will see `parked`.
-        membarrier::heavy();
-        // SeqCst: read after the announcement, so a bump that follows a
-        // releaser's look at `parked` is seen by the futex's compare.
+        // SeqCst: read after the announcement; a later bump makes the
+        // futex's compare fail.
         let seq = self.wake.load(Ordering::SeqCst);
-        let mut woken = true;
         // Going to sleep is arriving too: a waiter woken before (maybe this
-        // one) no longer holds back the next release's wake-up. SeqCst: the
-        // releaser that reads the cleared mark wakes, and its bump follows
-        // this thread's read of `wake` or makes the sleep return at once.
+        // one) no longer holds back the next release's wake-up.
         self.parked.fetch_and(!ON_ITS_WAY, Ordering::SeqCst);
+        let mut woken = true;
         if held() {
-            woken = futex::wait_for(&self.wake, seq, PARK_LIMIT_NS, Sharing::Private)
+            woken = futex::wait_for(&self.wake, seq, timeout_ns, Sharing::Private)
                 != WaitResult::TimedOut;
         }
         // Relaxed: only a count; the wake-up's ordering is the lock's own.
@@ -136,7 +142,7 @@ mod tests {
             std::thread::spawn(move || {
                 let mut woken = true;
                 while p.1.load(Ordering::SeqCst) {
-                    woken = p.0.park(|| p.1.load(Ordering::SeqCst));
+                    woken = p.0.park(|| p.1.load(Ordering::SeqCst), 10_000_000_000);
                 }
                 woken
             })
@@ -144,8 +150,9 @@ mod tests {
         while p.0.parked.load(Ordering::SeqCst) & !ON_ITS_WAY == 0 {
             std::thread::yield_now();
         }
+        let wake = p.0.before_release();
         p.1.store(false, Ordering::SeqCst);
-        p.0.after_release();
+        wake.expect("a parked waiter").wake();
         // Woken by the release, not by the safety limit.
         assert!(waiter.join().unwrap());
     }
@@ -153,7 +160,7 @@ mod tests {
     #[test]
     fn a_free_lock_is_not_slept_on() {
         let p = Parking::new();
-        assert!(p.park(|| false));
+        assert!(p.park(|| false, 1_000_000));
         assert_eq!(p.parked.load(Ordering::SeqCst), 0);
     }
 
@@ -161,16 +168,11 @@ mod tests {
     fn a_second_release_does_not_wake_while_one_waiter_is_on_its_way() {
         let p = Parking::new();
         p.parked.store(2, Ordering::SeqCst); // two asleep
-        p.after_release();
+        p.before_release().expect("a sleeper").wake();
         assert_eq!(p.wake.load(Ordering::SeqCst), 1);
-        p.after_release();
-        assert_eq!(p.wake.load(Ordering::SeqCst), 1, "throttled");
+        assert!(p.before_release().is_none(), "throttled");
         p.acquired();
-        p.after_release();
-        assert_eq!(
-            p.wake.load(Ordering::SeqCst),
-            2,
-            "the next may wake once it arrived"
-        );
+        p.before_release().expect("the next may wake").wake();
+        assert_eq!(p.wake.load(Ordering::SeqCst), 2);
     }
 }

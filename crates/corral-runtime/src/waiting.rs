@@ -41,6 +41,13 @@ thread_local! {
     static SPIN_BUDGET: core::cell::Cell<u32> = const { core::cell::Cell::new(u32::MAX) };
 }
 
+/// First and longest park of a waiter: a release can miss a waiter that
+/// announced itself in the instant before it (see [`crate::parking`]); the
+/// timeout bounds what that costs, and grows so that a long wait costs few
+/// wake-ups.
+const PARK_FIRST_NS: u64 = 200_000;
+const PARK_MAX_NS: u64 = 50_000_000;
+
 /// First and longest sleep of a waiter whose lock has no [`Parking`]
 /// words (a `pthread_spinlock_t` is one int): it backs off in sleeps.
 const SLEEP_FIRST_NS: u64 = 2_000;
@@ -49,7 +56,7 @@ const SLEEP_MAX_NS: u64 = 1_000_000;
 /// Acquires `lock` after a failed first attempt, recording the wait into
 /// the calling thread's counter. `parks`: the algorithm sleeps by itself.
 /// `parking`: the lock's parking words, where it has them; its releaser
-/// calls [`Parking::after_release`]. A lock without them (a
+/// calls [`Parking::before_release`]. A lock without them (a
 /// `pthread_spinlock_t` is one int) backs off in sleeps instead.
 #[cold]
 #[inline(never)]
@@ -63,6 +70,7 @@ pub fn lock_contended<L: RawLock>(lock: &L, parks: bool, parking: Option<&Parkin
     let max_spin = spin_before_park();
     let mut spin = SPIN_BUDGET.get().clamp(MIN_SPIN.min(max_spin), max_spin);
     let mut sleep_ns = SLEEP_FIRST_NS;
+    let mut park_ns = PARK_FIRST_NS;
     let mut polls = 0u32;
     let mut parked = false;
     loop {
@@ -82,7 +90,8 @@ pub fn lock_contended<L: RawLock>(lock: &L, parks: bool, parking: Option<&Parkin
         spin = (spin / 2).max(MIN_SPIN.min(max_spin));
         match parking {
             Some(p) => {
-                p.park(|| lock.is_locked());
+                p.park(|| lock.is_locked(), park_ns);
+                park_ns = (park_ns * 2).min(PARK_MAX_NS);
                 parked = true;
             }
             None => {

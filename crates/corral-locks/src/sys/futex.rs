@@ -153,6 +153,19 @@ pub fn wake(word: &AtomicU32, n: u32, sharing: Sharing) -> u32 {
     u32::try_from(rc).unwrap_or(0)
 }
 
+/// [`wake`] by address, for a releaser that must not touch the lock's
+/// memory after the release: the program may free it as soon as the lock is
+/// free, and FUTEX_WAKE only hashes the address (a freed one wakes nobody).
+#[cold]
+// The address goes to the kernel as a key and is never dereferenced.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
+pub fn wake_addr(word: *const AtomicU32, n: u32, sharing: Sharing) -> u32 {
+    let n = n.min(WAKE_ALL);
+    // SAFETY: FUTEX_WAKE reads no memory at the address; it is a key.
+    let rc = unsafe { libc::syscall(libc::SYS_futex, word, sharing.op(libc::FUTEX_WAKE), n) };
+    u32::try_from(rc).unwrap_or(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,5 +6,3 @@ pub mod clock;
 pub mod futex;
 #[cfg(all(loom, target_os = "linux"))]
 pub mod futex_model;
-#[cfg(target_os = "linux")]
-pub mod membarrier;
