@@ -19,12 +19,14 @@ trap 'rm -rf "$work"' EXIT
 # 24 MB of text: enough for every compressor to use both threads.
 head -c 18000000 /dev/urandom | base64 >"$work/in.txt"
 
+# sort -S 64M sorts in memory on 2 threads (with a smaller buffer it merges
+# on one, and corral starts no monitor in a single-threaded process).
 programs=(
     "xz -T2 -3 -c $work/in.txt"
     "zstd -T2 -q -c $work/in.txt"
     "pigz -p 2 -c $work/in.txt"
     "pbzip2 -p2 -c $work/in.txt"
-    "sort --parallel=2 -S 16M $work/in.txt"
+    "sort --parallel=2 -S 64M $work/in.txt"
 )
 failed=0
 for cmd in "${programs[@]}"; do
