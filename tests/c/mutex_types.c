@@ -1,5 +1,5 @@
-/* Recursive and error-checking mutexes, trylock, timedlock, clocklock and
- * the static initialisers, with the POSIX result codes. */
+/* Recursive, error-checking and adaptive mutexes, trylock, timedlock,
+ * clocklock and the static initialisers, with the POSIX result codes. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -10,6 +10,7 @@
 static pthread_mutex_t plain = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t rec_static = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 static pthread_mutex_t chk_static = PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP;
+static pthread_mutex_t adaptive_static = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
 static long counter;
 
 static const char *name(int rc) {
@@ -48,14 +49,22 @@ static void *timed_from_other_thread(void *m) {
     return out;
 }
 
-static void *adder(void *arg) {
-    (void)arg;
+static void *adder(void *m) {
     for (int i = 0; i < 100000; i++) {
-        pthread_mutex_lock(&plain);
+        pthread_mutex_lock(m);
         counter++;
-        pthread_mutex_unlock(&plain);
+        pthread_mutex_unlock(m);
     }
     return NULL;
+}
+
+/* Two threads add under `m`; the counter must come out exact. */
+static long add_in_two_threads(pthread_mutex_t *m) {
+    pthread_t th[2];
+    counter = 0;
+    for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, adder, m);
+    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    return counter;
 }
 
 static void report(const char *what, pthread_mutex_t *m) {
@@ -114,11 +123,25 @@ int main(void) {
     printf("plain free, other thread: %s\n", (char *)res);
     pthread_mutex_unlock(&plain);
 
+    printf("static plain mutex, 2 threads: counter %ld\n", add_in_two_threads(&plain));
 
-    pthread_t th[2];
-    for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, adder, NULL);
-    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
-    printf("static plain mutex, 2 threads: counter %ld\n", counter);
+    /* glibc's adaptive type behaves as a normal mutex. */
+    pthread_mutex_t adaptive;
+    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
+    pthread_mutex_init(&adaptive, &a);
+    r1 = pthread_mutex_lock(&adaptive);
+    r2 = pthread_mutex_trylock(&adaptive);
+    u1 = pthread_mutex_unlock(&adaptive);
+    r3 = pthread_mutex_trylock(&adaptive);
+    u2 = pthread_mutex_unlock(&adaptive);
+    printf("adaptive lock %s, trylock held %s, unlock %s, trylock free %s, unlock %s\n", name(r1),
+           name(r2), name(u1), name(r3), name(u2));
+    r1 = pthread_mutex_lock(&adaptive_static);
+    r2 = pthread_mutex_trylock(&adaptive_static);
+    u1 = pthread_mutex_unlock(&adaptive_static);
+    printf("static adaptive lock %s, trylock held %s, unlock %s\n", name(r1), name(r2), name(u1));
+    printf("adaptive mutex, 2 threads: counter %ld\n", add_in_two_threads(&adaptive));
+    printf("static adaptive mutex, 2 threads: counter %ld\n", add_in_two_threads(&adaptive_static));
     printf("destroy unlocked: %s\n", name(pthread_mutex_destroy(&rec)));
     return 0;
 }

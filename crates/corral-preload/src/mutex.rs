@@ -81,11 +81,7 @@ pub unsafe extern "C" fn pthread_mutex_lock(m: *mut libc::pthread_mutex_t) -> c_
 #[no_mangle]
 pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut libc::pthread_mutex_t) -> c_int {
     // SAFETY: `m` is a live mutex (this function's contract).
-    match unsafe { corral_mutex(m) } {
-        Some(mx) => mx.try_lock(),
-        // SAFETY: forwarding to glibc, which owns this mutex's layout.
-        None => unsafe { (real().mutex_trylock)(m) },
-    }
+    unsafe { mutex_core::try_lock(m) }
 }
 
 /// POSIX `pthread_mutex_unlock` on corral's locks.

@@ -4,17 +4,17 @@
 //! left to glibc, whose layout they keep.
 
 use core::ffi::c_int;
-use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use corral_locks::wait::record_wait;
-use corral_locks::RawLock;
+use corral_locks::{Algorithm, RawLock};
 use corral_runtime::parking::Parking;
 use corral_runtime::registry::{current_tid, on_lock_attempt};
 use corral_runtime::waiting::lock_contended;
 
 use crate::deadline::Deadline;
 use crate::init::real;
-use crate::lockdispatch::{self, with_lock};
+use crate::lockdispatch::{self, in_place, with_lock};
 
 /// corral's view of a `pthread_mutex_t` (40 bytes on x86_64 glibc). The
 /// type sits where glibc keeps `__kind`, so glibc's static initialisers
@@ -42,6 +42,8 @@ const _: () =
 const _: () = assert!(core::mem::offset_of!(MutexWords, kind) == 16);
 
 const KIND_MASK: i32 = 3;
+/// glibc's `PTHREAD_MUTEX_ADAPTIVE_NP`: a normal mutex here.
+const ADAPTIVE: i32 = 3;
 /// glibc's robust, priority-inheritance, priority-protect and
 /// process-shared bits of `__kind`: such mutexes stay glibc's.
 const GLIBC_ONLY: i32 = 16 | 32 | 64 | 128;
@@ -59,6 +61,12 @@ unsafe fn words<'a>(m: *mut libc::pthread_mutex_t) -> &'a MutexWords {
 }
 
 impl MutexWords {
+    /// The `__kind` word.
+    #[inline]
+    fn kind(&self) -> i32 {
+        self.kind.load(Ordering::Relaxed) // Relaxed: fixed since init.
+    }
+
     /// Where the algorithm's lock state begins.
     #[inline]
     fn state(&self) -> *mut u8 {
@@ -105,7 +113,7 @@ pub(crate) struct Mutex<'a> {
 }
 
 /// The mutex at `m` if it runs on corral's locks; `None` if it is glibc's.
-/// Every entry point begins here.
+/// Every entry point but the plain mutex's fast paths begins here.
 ///
 /// # Safety
 /// `m` points to a live `pthread_mutex_t` that outlives `'a`.
@@ -113,11 +121,119 @@ pub(crate) struct Mutex<'a> {
 pub(crate) unsafe fn corral_mutex<'a>(m: *mut libc::pthread_mutex_t) -> Option<Mutex<'a>> {
     // SAFETY: the function's contract.
     let w = unsafe { words(m) };
-    let kind = w.kind.load(Ordering::Relaxed); // Relaxed: fixed since init.
+    let kind = w.kind();
     (kind & GLIBC_ONLY == 0).then(|| Mutex {
         w,
         kind: Kind::of(kind),
     })
+}
+
+/// Whether `kind` is a mutex with no owner bookkeeping that corral locks:
+/// the fast paths take only these.
+#[inline]
+fn is_plain(kind: i32) -> bool {
+    let k = kind & (GLIBC_ONLY | KIND_MASK);
+    k == libc::PTHREAD_MUTEX_NORMAL || k == ADAPTIVE
+}
+
+/// The hot entry points, specialised for one algorithm: the process's
+/// algorithm costs one load and an indirect jump, not a `match` per call.
+#[derive(Clone, Copy)]
+struct MutexOps {
+    lock: unsafe fn(*mut libc::pthread_mutex_t) -> c_int,
+    try_lock: unsafe fn(*mut libc::pthread_mutex_t) -> c_int,
+    unlock: unsafe fn(*mut libc::pthread_mutex_t) -> c_int,
+}
+
+/// `algorithm`'s ops. A parking algorithm's waiters sleep by themselves,
+/// never on the parking words, so its unlocks skip them.
+const fn ops_of(algorithm: Algorithm) -> MutexOps {
+    corral_locks::with_lock_type!(algorithm, L => {
+        if algorithm.is_parking() {
+            MutexOps {
+                lock: lock_as::<L, true>,
+                try_lock: try_lock_as::<L>,
+                unlock: unlock_as::<L, true>,
+            }
+        } else {
+            MutexOps {
+                lock: lock_as::<L, false>,
+                try_lock: try_lock_as::<L>,
+                unlock: unlock_as::<L, false>,
+            }
+        }
+    })
+}
+
+/// Every algorithm's ops, in `Algorithm::ALL`'s order.
+static OPS_OF: [MutexOps; Algorithm::ALL.len()] = {
+    let mut ops = [ops_of(Algorithm::ALL[0]); Algorithm::ALL.len()];
+    let mut i = 0;
+    while i < ops.len() {
+        ops[i] = ops_of(Algorithm::ALL[i]);
+        i += 1;
+    }
+    ops
+};
+
+/// The process's ops: [`RESOLVING`] until the first call, then an entry of
+/// [`OPS_OF`].
+static OPS: AtomicPtr<MutexOps> = AtomicPtr::new(&RESOLVING as *const MutexOps as *mut MutexOps);
+
+/// Ops that pick the process's algorithm on first use, then forward.
+static RESOLVING: MutexOps = MutexOps {
+    lock: resolve_lock,
+    try_lock: resolve_try_lock,
+    unlock: resolve_unlock,
+};
+
+#[inline]
+fn ops() -> &'static MutexOps {
+    // Relaxed: the pointee is a static, nothing to publish.
+    let p = OPS.load(Ordering::Relaxed);
+    // SAFETY: OPS only ever holds the address of RESOLVING or of an OPS_OF entry.
+    unsafe { &*p }
+}
+
+/// The ops of [`lockdispatch::current`], stored for later calls.
+#[cold]
+fn resolved() -> &'static MutexOps {
+    let algorithm = lockdispatch::current();
+    let i = Algorithm::ALL.iter().position(|&a| a == algorithm);
+    let ops = &OPS_OF[i.unwrap_or(0)];
+    // Relaxed: see `ops`; racing first calls store the same pointer.
+    OPS.store(ops as *const MutexOps as *mut MutexOps, Ordering::Relaxed);
+    ops
+}
+
+/// [`lock`] before the algorithm is known.
+///
+/// # Safety
+/// `m` points to a live mutex.
+#[cold]
+unsafe fn resolve_lock(m: *mut libc::pthread_mutex_t) -> c_int {
+    // SAFETY: the function's contract.
+    unsafe { (resolved().lock)(m) }
+}
+
+/// [`try_lock`] before the algorithm is known.
+///
+/// # Safety
+/// `m` points to a live mutex.
+#[cold]
+unsafe fn resolve_try_lock(m: *mut libc::pthread_mutex_t) -> c_int {
+    // SAFETY: the function's contract.
+    unsafe { (resolved().try_lock)(m) }
+}
+
+/// [`unlock`] before the algorithm is known.
+///
+/// # Safety
+/// `m` points to a live mutex.
+#[cold]
+unsafe fn resolve_unlock(m: *mut libc::pthread_mutex_t) -> c_int {
+    // SAFETY: the function's contract.
+    unsafe { (resolved().unlock)(m) }
 }
 
 /// `pthread_mutex_lock`, for the entry point and the condition variable.
@@ -127,11 +243,17 @@ pub(crate) unsafe fn corral_mutex<'a>(m: *mut libc::pthread_mutex_t) -> Option<M
 #[inline]
 pub(crate) unsafe fn lock(m: *mut libc::pthread_mutex_t) -> c_int {
     // SAFETY: the function's contract.
-    match unsafe { corral_mutex(m) } {
-        Some(mx) => mx.lock(),
-        // SAFETY: forwarding to glibc, which owns this mutex's layout.
-        None => unsafe { (real().mutex_lock)(m) },
-    }
+    unsafe { (ops().lock)(m) }
+}
+
+/// `pthread_mutex_trylock`.
+///
+/// # Safety
+/// `m` points to a live mutex.
+#[inline]
+pub(crate) unsafe fn try_lock(m: *mut libc::pthread_mutex_t) -> c_int {
+    // SAFETY: the function's contract.
+    unsafe { (ops().try_lock)(m) }
 }
 
 /// `pthread_mutex_unlock`, for the entry point and the condition variable.
@@ -141,6 +263,96 @@ pub(crate) unsafe fn lock(m: *mut libc::pthread_mutex_t) -> c_int {
 #[inline]
 pub(crate) unsafe fn unlock(m: *mut libc::pthread_mutex_t) -> c_int {
     // SAFETY: the function's contract.
+    unsafe { (ops().unlock)(m) }
+}
+
+/// [`lock`] on algorithm `L`: a plain mutex here, the rest on the general path.
+///
+/// # Safety
+/// `m` points to a live mutex.
+unsafe fn lock_as<L: RawLock, const PARKS: bool>(m: *mut libc::pthread_mutex_t) -> c_int {
+    // SAFETY: the function's contract.
+    let w = unsafe { words(m) };
+    if !is_plain(w.kind()) {
+        // SAFETY: the function's contract.
+        return unsafe { lock_general(m) };
+    }
+    acquire_as::<L>(w, PARKS);
+    0
+}
+
+/// [`try_lock`] on algorithm `L`.
+///
+/// # Safety
+/// `m` points to a live mutex.
+unsafe fn try_lock_as<L: RawLock>(m: *mut libc::pthread_mutex_t) -> c_int {
+    // SAFETY: the function's contract.
+    let w = unsafe { words(m) };
+    if !is_plain(w.kind()) {
+        // SAFETY: the function's contract.
+        return unsafe { try_lock_general(m) };
+    }
+    if try_acquire_as::<L>(w) {
+        0
+    } else {
+        libc::EBUSY
+    }
+}
+
+/// [`unlock`] on algorithm `L`.
+///
+/// # Safety
+/// `m` points to a live mutex.
+unsafe fn unlock_as<L: RawLock, const PARKS: bool>(m: *mut libc::pthread_mutex_t) -> c_int {
+    // SAFETY: the function's contract.
+    let w = unsafe { words(m) };
+    if !is_plain(w.kind()) {
+        // SAFETY: the function's contract.
+        return unsafe { unlock_general(m) };
+    }
+    // SAFETY: POSIX's precondition for a normal mutex: the caller holds it.
+    unsafe { release_as::<L>(w, PARKS) };
+    0
+}
+
+/// [`lock`] of a checking mutex or of glibc's.
+///
+/// # Safety
+/// `m` points to a live mutex.
+#[cold]
+#[inline(never)]
+unsafe fn lock_general(m: *mut libc::pthread_mutex_t) -> c_int {
+    // SAFETY: the function's contract.
+    match unsafe { corral_mutex(m) } {
+        Some(mx) => mx.lock(),
+        // SAFETY: forwarding to glibc, which owns this mutex's layout.
+        None => unsafe { (real().mutex_lock)(m) },
+    }
+}
+
+/// [`try_lock`] of a checking mutex or of glibc's.
+///
+/// # Safety
+/// `m` points to a live mutex.
+#[cold]
+#[inline(never)]
+unsafe fn try_lock_general(m: *mut libc::pthread_mutex_t) -> c_int {
+    // SAFETY: the function's contract.
+    match unsafe { corral_mutex(m) } {
+        Some(mx) => mx.try_lock(),
+        // SAFETY: forwarding to glibc, which owns this mutex's layout.
+        None => unsafe { (real().mutex_trylock)(m) },
+    }
+}
+
+/// [`unlock`] of a checking mutex or of glibc's.
+///
+/// # Safety
+/// `m` points to a live mutex.
+#[cold]
+#[inline(never)]
+unsafe fn unlock_general(m: *mut libc::pthread_mutex_t) -> c_int {
+    // SAFETY: the function's contract.
     match unsafe { corral_mutex(m) } {
         Some(mx) => mx.unlock(),
         // SAFETY: forwarding to glibc, which owns this mutex's layout.
@@ -148,28 +360,72 @@ pub(crate) unsafe fn unlock(m: *mut libc::pthread_mutex_t) -> c_int {
     }
 }
 
+/// Acquires `w`'s lock of algorithm `L`, waiting as the policy says.
+/// `parks`: the algorithm's waiters sleep by themselves.
+#[inline(always)]
+fn acquire_as<L: RawLock>(w: &MutexWords, parks: bool) {
+    on_lock_attempt();
+    // SAFETY: `w.state()` is a live mutex's state words.
+    let l = unsafe { in_place::<L>(w.state()) };
+    if !l.try_lock() {
+        lock_contended(l, parks, Some(&w.parking));
+    }
+}
+
+/// Takes `w`'s lock of algorithm `L` if it is free.
+#[inline(always)]
+fn try_acquire_as<L: RawLock>(w: &MutexWords) -> bool {
+    on_lock_attempt();
+    // SAFETY: `w.state()` is a live mutex's state words.
+    unsafe { in_place::<L>(w.state()) }.try_lock()
+}
+
+/// Releases `w`'s lock of algorithm `L`; `parks` as in [`acquire_as`]:
+/// such waiters never sleep on the parking words.
+///
+/// # Safety
+/// The calling thread holds the lock.
+#[inline(always)]
+unsafe fn release_as<L: RawLock>(w: &MutexWords, parks: bool) {
+    if parks {
+        // SAFETY: `w.state()` is a live mutex's state words; the caller holds it.
+        unsafe { in_place::<L>(w.state()).unlock() };
+        return;
+    }
+    // Looked at under the lock: after the release the mutex may be
+    // destroyed and freed by the thread that takes it next.
+    let wake = w.parking.before_release();
+    // SAFETY: as above.
+    unsafe { in_place::<L>(w.state()).unlock() };
+    if let Some(wake) = wake {
+        wake.wake();
+    }
+}
+
 impl Mutex<'_> {
     /// Acquires the lock, waiting as the policy says.
     #[inline]
     pub(crate) fn lock(&self) -> c_int {
-        if let Some(rc) = self.relock_by_owner(true) {
+        let tid = self.owner_tid();
+        if let Some(rc) = self.relock_by_owner(tid, true) {
             return rc;
         }
         self.acquire();
-        self.took();
+        self.took(tid);
         0
     }
 
     /// Acquires the lock if it is free; `EBUSY` if not.
     #[inline]
     pub(crate) fn try_lock(&self) -> c_int {
-        if let Some(rc) = self.relock_by_owner(false) {
+        let tid = self.owner_tid();
+        if let Some(rc) = self.relock_by_owner(tid, false) {
             return rc;
         }
         if !self.try_acquire() {
             return libc::EBUSY;
         }
-        self.took();
+        self.took(tid);
         0
     }
 
@@ -191,16 +447,12 @@ impl Mutex<'_> {
             w.owner.store(0, Ordering::Relaxed);
             w.count.store(0, Ordering::Relaxed);
         }
-        let state = w.state();
-        // Looked at under the lock: after the release the mutex may be
-        // destroyed and freed (parking algorithms never park here).
-        let wake = w.parking.before_release();
-        // SAFETY: the owner check above, or POSIX's precondition for a
-        // normal mutex: the caller holds the lock.
-        with_lock!(state, l => unsafe { l.unlock() });
-        if let Some(wake) = wake {
-            wake.wake();
-        }
+        let algorithm = lockdispatch::current();
+        corral_locks::with_lock_type!(algorithm, L => {
+            // SAFETY: the owner check above, or POSIX's precondition for a
+            // normal mutex: the caller holds the lock.
+            unsafe { release_as::<L>(w, algorithm.is_parking()) }
+        });
         0
     }
 
@@ -222,7 +474,8 @@ impl Mutex<'_> {
         clock: libc::clockid_t,
         abstime: *const libc::timespec,
     ) -> c_int {
-        if let Some(rc) = self.relock_by_owner(true) {
+        let tid = self.owner_tid();
+        if let Some(rc) = self.relock_by_owner(tid, true) {
             return rc;
         }
         if !self.try_acquire() {
@@ -236,7 +489,7 @@ impl Mutex<'_> {
                 return rc;
             }
         }
-        self.took();
+        self.took(tid);
         0
     }
 
@@ -254,11 +507,23 @@ impl Mutex<'_> {
         .0
     }
 
-    /// The owner check before acquiring: `Some(result)` returns at once (a
-    /// recursive re-lock, EAGAIN at the depth limit, or EDEADLK). `blocking`:
-    /// false for trylock, where an error-checking mutex just reports busy.
+    /// The caller's tid where the type tracks its owner; 0 (no thread's)
+    /// for a normal mutex, which never looks it up.
     #[inline]
-    fn relock_by_owner(&self, blocking: bool) -> Option<c_int> {
+    fn owner_tid(&self) -> i32 {
+        if self.kind == Kind::Normal {
+            0
+        } else {
+            current_tid()
+        }
+    }
+
+    /// The owner check before acquiring, `tid` being [`Self::owner_tid`]:
+    /// `Some(result)` returns at once (a recursive re-lock, EAGAIN at the
+    /// depth limit, or EDEADLK). `blocking`: false for trylock, where an
+    /// error-checking mutex just reports busy.
+    #[inline]
+    fn relock_by_owner(&self, tid: i32, blocking: bool) -> Option<c_int> {
         match self.kind {
             Kind::Normal => return None,
             Kind::ErrorCheck if !blocking => return None,
@@ -266,7 +531,7 @@ impl Mutex<'_> {
         }
         let w = self.w;
         // Relaxed: only this thread ever stores its own tid here.
-        if w.owner.load(Ordering::Relaxed) != current_tid() {
+        if w.owner.load(Ordering::Relaxed) != tid {
             return None;
         }
         if self.kind == Kind::ErrorCheck {
@@ -280,33 +545,28 @@ impl Mutex<'_> {
         Some(0)
     }
 
-    /// Records the caller as owner of a checking mutex it just acquired.
+    /// Records the caller (`tid`, its [`Self::owner_tid`]) as owner of a
+    /// checking mutex it just acquired.
     #[inline]
-    fn took(&self) {
+    fn took(&self, tid: i32) {
         if self.kind != Kind::Normal {
             // Relaxed: owner-only fields, published to other threads by the lock.
-            self.w.owner.store(current_tid(), Ordering::Relaxed);
+            self.w.owner.store(tid, Ordering::Relaxed);
             self.w.count.store(1, Ordering::Relaxed);
         }
     }
 
     #[inline]
     fn acquire(&self) {
-        on_lock_attempt();
-        let state = self.w.state();
-        with_lock!(state, l => {
-            if !l.try_lock() {
-                let parks = lockdispatch::current().is_parking();
-                lock_contended(l, parks, Some(&self.w.parking));
-            }
+        let algorithm = lockdispatch::current();
+        corral_locks::with_lock_type!(algorithm, L => {
+            acquire_as::<L>(self.w, algorithm.is_parking())
         })
     }
 
     #[inline]
     fn try_acquire(&self) -> bool {
-        on_lock_attempt();
-        let state = self.w.state();
-        with_lock!(state, l => l.try_lock())
+        corral_locks::with_lock_type!(lockdispatch::current(), L => try_acquire_as::<L>(self.w))
     }
 }
 

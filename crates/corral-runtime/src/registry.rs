@@ -13,6 +13,8 @@ use corral_policy::placement::Placement;
 
 use crate::cpuset::{AtomicCpuMask, CpuMask};
 
+mod hot;
+
 /// Capacity of the thread table. Once it is full, slots of exited threads
 /// are reused; a thread that finds none runs unmanaged, its waits counted
 /// as unattributed.
@@ -113,7 +115,11 @@ enum Standing {
     Slot(u32),
 }
 
-/// The calling thread's view: its slot, its tid, what it applied.
+/// The calling thread's view: its slot, its tid, what it applied. What a
+/// lock attempt compares is apart, in [`hot::Hot`]: `watch`, the slot's
+/// `placement_seq` ([`NEVER_BUMPED`] for an unmanaged thread, null until
+/// registered), and `quiet`, `applied_seq` ([`ALWAYS_ATTEND`] while
+/// confined, so that each attempt on the SSC is counted).
 struct Local {
     slot: Cell<Standing>,
     tid: Cell<i32>,
@@ -124,6 +130,11 @@ struct Local {
     /// The mask corral last set on this thread.
     applied_mask: Cell<Option<CpuMask>>,
 }
+
+/// What an unmanaged thread watches: never bumped, so its attempts stay quiet.
+static NEVER_BUMPED: AtomicU32 = AtomicU32::new(0);
+/// A `quiet` no `u32` equals: every attempt takes the slow path.
+const ALWAYS_ATTEND: u64 = u64::MAX;
 
 std::thread_local! {
     // Const-initialised, no destructor: first use allocates nothing.
@@ -156,9 +167,29 @@ pub fn current_tid() -> i32 {
 
 /// Called before every lock acquisition: registers the thread on its first
 /// lock and applies a changed placement (Alg. 2). Returns whether the
-/// thread is now confined to the SSC.
+/// thread is now confined to the SSC. The common case, nothing changed and
+/// not confined, costs one thread-local look-up and one compare.
 #[inline]
 pub fn on_lock_attempt() -> bool {
+    let quiet = hot::with(|h| {
+        let watch = h.watch.get();
+        // SAFETY: a non-null `watch` points to a static (a slot's seq or
+        // NEVER_BUMPED). Relaxed: an unchanged value guards nothing; the
+        // slow path re-reads it with Acquire.
+        !watch.is_null() && u64::from(unsafe { &*watch }.load(Ordering::Relaxed)) == h.quiet.get()
+    });
+    if quiet {
+        false
+    } else {
+        lock_attempt_slow()
+    }
+}
+
+/// A lock attempt with something to do: the first one (registration), a
+/// changed placement, or one made while confined.
+#[cold]
+#[inline(never)]
+fn lock_attempt_slow() -> bool {
     LOCAL.with(|l| {
         let slot = match l.slot.get() {
             Standing::Slot(i) => i,
@@ -176,14 +207,27 @@ pub fn on_lock_attempt() -> bool {
             migrate(l, s, seq);
         }
         let confined = l.applied_want.get() == Placement::Ssc;
-        if confined {
+        let quiet = if confined {
             // Relaxed load + store: this thread is the only writer, and the
             // monitor only needs an eventually-seen count.
             let n = s.ssc_attempts.load(Ordering::Relaxed);
             s.ssc_attempts.store(n + 1, Ordering::Relaxed);
-        }
+            ALWAYS_ATTEND
+        } else {
+            u64::from(l.applied_seq.get())
+        };
+        hot::with(|h| h.quiet.set(quiet));
         confined
     })
+}
+
+/// Makes the calling thread's attempts quiet for good: it is not managed.
+fn set_unmanaged(l: &Local) {
+    l.slot.set(Standing::Unmanaged);
+    hot::with(|h| {
+        h.watch.set(&NEVER_BUMPED);
+        h.quiet.set(0);
+    });
 }
 
 #[cold]
@@ -197,7 +241,7 @@ fn register(l: &Local) -> Standing {
         match reuse_gone_slot() {
             Some(i) => i,
             None => {
-                l.slot.set(Standing::Unmanaged);
+                set_unmanaged(l);
                 return Standing::Unmanaged;
             }
         }
@@ -206,6 +250,7 @@ fn register(l: &Local) -> Standing {
     s.wait.take();
     set_thread_counter(&s.wait);
     l.slot.set(Standing::Slot(index as u32));
+    hot::with(|h| h.watch.set(&s.placement_seq));
     // Release: the slot's other fields are initialised before the monitor
     // sees the new tid.
     s.tid.store(current_tid(), Ordering::Release);
@@ -338,6 +383,10 @@ pub fn reset_after_fork() {
     }
     CLAIMED.store(0, Ordering::Relaxed); // Relaxed: single-threaded here.
     clear_thread_counter();
+    hot::with(|h| {
+        h.watch.set(core::ptr::null());
+        h.quiet.set(0);
+    });
     LOCAL.with(|l| {
         l.slot.set(Standing::Unregistered);
         l.tid.set(0);
@@ -354,7 +403,7 @@ pub fn reset_after_fork() {
 
 /// Marks the calling thread as never managed (the monitor itself).
 pub fn exclude_current_thread() {
-    LOCAL.with(|l| l.slot.set(Standing::Unmanaged));
+    LOCAL.with(set_unmanaged);
 }
 
 #[cfg(test)]
