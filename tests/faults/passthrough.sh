@@ -68,5 +68,10 @@ timeout 20 bash -c 'CORRAL_LOCK=ticket CORRAL_SLICE_US=bogus LD_PRELOAD=$0 exec 
 check "rejected configuration (exit; timeout is 124)" "0" "$?"
 check "rejected configuration says so" "1" "$(grep -c 'CORRAL_SLICE_US' "$scratch/err")"
 
-[[ $fail == 0 ]] && echo "arguments, closed pipes, the user's preload passed through; a rejected configuration parks"
+# A negative number is refused by its flag's own check, not taken for a flag.
+"$corral" run --threshold -0.5 -- true 2>"$scratch/err"
+check "negative value: exit" "2" "$?"
+check "negative value: names its flag" "1" "$(grep -c -- '--threshold' "$scratch/err")"
+
+[[ $fail == 0 ]] && echo "arguments, closed pipes, the user's preload passed through; a rejected configuration parks; negative values checked by their flag"
 exit $fail

@@ -20,20 +20,28 @@ struct Cli {
     command: Command,
 }
 
+// Every subcommand takes negative numbers as values, so that a bad one is
+// refused by its flag's own check (`--threshold -0.5: ...`), not reported
+// as an unknown flag `-0`.
 #[derive(Subcommand)]
 enum Command {
     /// The built-in demonstration: lock collapse under oversubscription.
+    #[command(allow_negative_numbers = true)]
     Demo(cmd::demo::DemoArgs),
     /// Run PROG with corral's locks and the SSC policy: `corral run -- PROG ARGS`.
+    #[command(allow_negative_numbers = true)]
     Run(cmd::run::RunArgs),
     /// Apply the kernel-lock SSC policy to a running process.
+    #[command(allow_negative_numbers = true)]
     Attach(cmd::attach::AttachArgs),
     /// Benchmarks (`corral bench locks`, ...).
     #[command(subcommand)]
     Bench(cmd::bench::BenchCommand),
     /// Paper 3's Markov model of ticket-lock collapse (eq. 1).
+    #[command(allow_negative_numbers = true)]
     Model(cmd::model::ModelArgs),
     /// The many-core discrete-event simulator.
+    #[command(allow_negative_numbers = true)]
     Sim(cmd::sim::SimArgs),
 }
 

@@ -15,18 +15,23 @@ use crate::CliError;
 pub(crate) enum BenchCommand {
     /// The lock algorithms: uncontended cost, cross-core handoff, throughput
     /// versus threads (paper 3's microbenchmark), instrumentation overhead.
+    #[command(allow_negative_numbers = true)]
     Locks(locks::BenchLocksArgs),
     /// Real kernel-lock-intensive programs (paper 1 and paper 3).
+    #[command(allow_negative_numbers = true)]
     Kernel(kernel::BenchKernelArgs),
     /// Paper 1's single counter (and paper 4's list and counters) as a real
     /// program under `corral run`: glibc vs policy none vs lca.
+    #[command(allow_negative_numbers = true)]
     Counter(counter::BenchCounterArgs),
     /// Real programs from Debian (sysbench, stress-ng, pigz, git grep) under
     /// glibc, corral's default and every --lock, per thread count: the table
     /// corral is judged by.
+    #[command(allow_negative_numbers = true)]
     Apps(apps::BenchAppsArgs),
     /// The program `bench counter` runs (internal).
     #[command(hide = true)]
+    #[command(allow_negative_numbers = true)]
     Worker(worker::WorkerArgs),
 }
 
