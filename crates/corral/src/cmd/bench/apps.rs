@@ -55,8 +55,8 @@ THE PROGRAMS (Debian packages; scripts/ci-deps.sh installs them)
 
 THE COLUMNS
   glibc     the program alone: glibc's own locks, no corral.
-  default   `corral run -- PROG`: policy lca, lock ticket.
-  ALG       `corral run --lock ALG -- PROG` (policy lca). `ticket` is the
+  default   `corral run -- PROG`: policy lca, lock futex.
+  ALG       `corral run --lock ALG -- PROG` (policy lca). `futex` is the
             default's algorithm: its column measures the default again, which
             shows the run-to-run noise.
 

@@ -25,8 +25,10 @@ pub(crate) struct RunArgs {
     /// does the placing).
     #[arg(long)]
     pub(crate) policy: Option<Policy>,
-    /// Lock algorithm replacing pthread mutexes.
-    #[arg(long = "lock", value_name = "ALG", default_value = "ticket")]
+    /// Lock algorithm replacing pthread mutexes. The default, `futex`, puts
+    /// waiters to sleep in the kernel; the spin locks (ticket, mcs, ...)
+    /// are there to study and reproduce collapse.
+    #[arg(long = "lock", value_name = "ALG", default_value = "futex")]
     pub(crate) lock: Algorithm,
     /// Lock-intensive threshold T: the wait share that qualifies a thread (paper 1: 0.10).
     #[arg(long, value_name = "SHARE")]

@@ -279,7 +279,7 @@ pub(super) fn print_app(app: App, points: &[AppPoint], threads: &[u32], columns:
     }
 }
 
-/// The `ticket` column runs the default's very configuration: how far the
+/// The default lock's column runs the default's very configuration: how far the
 /// two part is the run-to-run noise the other ratios stand in.
 fn noise(app: App, points: &[AppPoint]) -> Option<String> {
     let of = |n: u32, config: &str| {
