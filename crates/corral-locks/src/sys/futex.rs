@@ -140,17 +140,7 @@ pub fn wait_until(
 /// returns how many woke.
 #[cold]
 pub fn wake(word: &AtomicU32, n: u32, sharing: Sharing) -> u32 {
-    let n = n.min(WAKE_ALL);
-    // SAFETY: FUTEX_WAKE only uses the address of `word` as a key.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            sharing.op(libc::FUTEX_WAKE),
-            n,
-        )
-    };
-    u32::try_from(rc).unwrap_or(0)
+    wake_addr(word, n, sharing)
 }
 
 /// [`wake`] by address, for a releaser that must not touch the lock's
