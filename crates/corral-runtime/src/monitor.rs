@@ -36,8 +36,8 @@ pub struct ThreadSample {
     pub wait_ticks: u64,
     /// Contended acquisitions since the last sample.
     pub waits: u64,
-    /// Lock attempts made on the SSC so far (a running count).
-    pub ssc_attempts: u64,
+    /// Lock attempts of the thread so far (a running count).
+    pub attempts: u64,
     /// The placement the thread last applied to itself.
     pub applied: Placement,
 }
@@ -65,8 +65,8 @@ struct Track {
     contended: u64,
     slices: u64,
     last_share_ppm: u32,
-    /// The slot's `ssc_attempts` when last read.
-    ssc_attempts_seen: u64,
+    /// The slot's `attempts` when last read.
+    attempts_seen: u64,
     gone: bool,
 }
 
@@ -82,7 +82,7 @@ impl Track {
             contended: 0,
             slices: 0,
             last_share_ppm: 0,
-            ssc_attempts_seen: attempts,
+            attempts_seen: attempts,
             gone,
         }
     }
@@ -102,7 +102,7 @@ pub struct Monitor {
     /// The executable's path: the program half of every thread's
     /// classification-memory key.
     program: Vec<u8>,
-    /// SSC lock attempts seen this tick, reported as progress.
+    /// Lock attempts of every thread seen this tick: the whole program's progress.
     progress: u64,
     /// Lock waits seen this tick (any thread).
     waits_this_tick: u64,
@@ -176,8 +176,8 @@ impl Monitor {
         if let Some(ctrl) = &self.ctrl {
             // Measured progress lets the search compare K(n) rather than
             // the n(1 - p) estimate (see SscParams::use_progress).
-            ctrl.observe_progress(std::mem::take(&mut self.progress), now);
-            if let Some(d) = ctrl.tick(now) {
+            let by_time = ctrl.observe_progress(std::mem::take(&mut self.progress), now);
+            for d in [by_time, ctrl.tick(now)].into_iter().flatten() {
                 self.log(Event::from_decision(t_ms, &d));
             }
         }
@@ -205,7 +205,7 @@ impl Monitor {
             wait_ticks,
             waits,
             // Relaxed: a count the thread alone writes.
-            ssc_attempts: slot.ssc_attempts.load(Ordering::Relaxed),
+            attempts: slot.watch.attempts.load(Ordering::Relaxed),
             // Relaxed: a hint of where the thread runs.
             applied: slot.applied.load(Ordering::Relaxed),
         };
@@ -239,15 +239,15 @@ impl Monitor {
                 .map_or(old_policy, |c| c.register_thread(key, now));
             // A reused slot's attempt count starts from its old value.
             let cpu_start = sample.cpu_ns.unwrap_or(0);
-            self.tracks[i] = Track::new(tid, policy, cpu_start, sample.ssc_attempts, false);
+            self.tracks[i] = Track::new(tid, policy, cpu_start, sample.attempts, false);
         }
         let track = &mut self.tracks[i];
         if track.gone {
             return Observed::Unmanaged;
         }
         self.waits_this_tick += sample.waits;
-        self.progress += sample.ssc_attempts.wrapping_sub(track.ssc_attempts_seen);
-        track.ssc_attempts_seen = sample.ssc_attempts;
+        self.progress += sample.attempts.wrapping_sub(track.attempts_seen);
+        track.attempts_seen = sample.attempts;
         track.window_wait_ticks += sample.wait_ticks;
         track.wait_ticks += sample.wait_ticks;
         track.contended += sample.waits;

@@ -54,17 +54,36 @@ pub struct Slot {
     pub tid: AtomicI32,
     /// Placement chosen by the monitor.
     pub want: AtomicPlacement,
-    /// Bumped after every change of `want` or of the set it names: the one
-    /// word a thread compares at each lock attempt.
-    pub placement_seq: AtomicU32,
+    /// What the thread's lock attempts touch: the placement sequence it
+    /// compares and the attempt count it bumps.
+    pub watch: Watch,
     /// Placement the thread last applied to itself.
     pub applied: AtomicPlacement,
     /// Set by the monitor once the thread has exited.
     pub gone: AtomicBool,
-    /// Lock attempts made while confined to the SSC: the progress measure
-    /// the SSC search compares across bounds (K(n), paper 1 footnote 1).
-    /// Written by the thread alone, read by the monitor.
-    pub ssc_attempts: AtomicU64,
+}
+
+/// The two words every lock attempt of a registered thread touches.
+#[derive(Debug)]
+#[repr(C)]
+pub struct Watch {
+    /// Bumped after every change of the slot's `want` or of the set it
+    /// names: the one word a thread compares at each lock attempt.
+    pub placement_seq: AtomicU32,
+    /// Lock attempts (every interposed lock call, contended or not): the
+    /// whole-program progress the SSC search compares across bounds,
+    /// including "no confinement" (K(n), paper 1 footnote 1). Written by the
+    /// thread alone, read by the monitor.
+    pub attempts: AtomicU64,
+}
+
+impl Watch {
+    const fn new() -> Self {
+        Watch {
+            placement_seq: AtomicU32::new(0),
+            attempts: AtomicU64::new(0),
+        }
+    }
 }
 
 impl std::fmt::Debug for Slot {
@@ -84,10 +103,9 @@ impl Slot {
             wait: WaitCounter::new(),
             tid: AtomicI32::new(0),
             want: AtomicPlacement::new(),
-            placement_seq: AtomicU32::new(0),
+            watch: Watch::new(),
             applied: AtomicPlacement::new(),
             gone: AtomicBool::new(false),
-            ssc_attempts: AtomicU64::new(0),
         }
     }
 }
@@ -116,10 +134,9 @@ enum Standing {
 }
 
 /// The calling thread's view: its slot, its tid, what it applied. What a
-/// lock attempt compares is apart, in [`hot::Hot`]: `watch`, the slot's
-/// `placement_seq` ([`NEVER_BUMPED`] for an unmanaged thread, null until
-/// registered), and `quiet`, `applied_seq` ([`ALWAYS_ATTEND`] while
-/// confined, so that each attempt on the SSC is counted).
+/// lock attempt touches is apart, in [`hot::Hot`]: `watch`, the slot's
+/// [`Watch`] (the thread's own `unmanaged` one when it is not managed, null
+/// until registered), and `quiet`, the `applied_seq` it compares with.
 struct Local {
     slot: Cell<Standing>,
     tid: Cell<i32>,
@@ -129,12 +146,10 @@ struct Local {
     own_mask: Cell<Option<CpuMask>>,
     /// The mask corral last set on this thread.
     applied_mask: Cell<Option<CpuMask>>,
+    /// What an unmanaged thread watches: never bumped, so its attempts stay
+    /// quiet; its own, so that counting them shares no cache line.
+    unmanaged: Watch,
 }
-
-/// What an unmanaged thread watches: never bumped, so its attempts stay quiet.
-static NEVER_BUMPED: AtomicU32 = AtomicU32::new(0);
-/// A `quiet` no `u32` equals: every attempt takes the slow path.
-const ALWAYS_ATTEND: u64 = u64::MAX;
 
 std::thread_local! {
     // Const-initialised, no destructor: first use allocates nothing.
@@ -146,6 +161,7 @@ std::thread_local! {
             applied_seq: Cell::new(0),
             own_mask: Cell::new(None),
             applied_mask: Cell::new(None),
+            unmanaged: Watch::new(),
         }
     };
 }
@@ -165,59 +181,78 @@ pub fn current_tid() -> i32 {
     })
 }
 
-/// Called before every lock acquisition: registers the thread on its first
-/// lock and applies a changed placement (Alg. 2). Returns whether the
-/// thread is now confined to the SSC. The common case, nothing changed and
-/// not confined, costs one thread-local look-up and one compare.
+/// Called before every lock acquisition: counts the attempt, registers the
+/// thread on its first lock and applies a changed placement (Alg. 2). The
+/// common case, nothing changed, costs one thread-local look-up, one
+/// increment and one compare.
 #[inline]
-pub fn on_lock_attempt() -> bool {
+pub fn on_lock_attempt() {
+    attempt::<true>();
+}
+
+/// Applies a changed placement without counting an attempt: for a waiter
+/// that re-checks where it belongs while it waits.
+#[inline]
+pub fn recheck_placement() {
+    attempt::<false>();
+}
+
+#[inline(always)]
+fn attempt<const COUNT: bool>() {
     let quiet = hot::with(|h| {
         let watch = h.watch.get();
-        // SAFETY: a non-null `watch` points to a static (a slot's seq or
-        // NEVER_BUMPED). Relaxed: an unchanged value guards nothing; the
-        // slow path re-reads it with Acquire.
-        !watch.is_null() && u64::from(unsafe { &*watch }.load(Ordering::Relaxed)) == h.quiet.get()
+        if watch.is_null() {
+            return false;
+        }
+        // SAFETY: a non-null `watch` points to a static slot's `Watch` or to
+        // this thread's own `Local::unmanaged`, both live while it runs.
+        let watch = unsafe { &*watch };
+        if COUNT {
+            // Relaxed load + store: this thread is the only writer, and the
+            // monitor only needs an eventually-seen count.
+            let n = watch.attempts.load(Ordering::Relaxed);
+            watch.attempts.store(n.wrapping_add(1), Ordering::Relaxed);
+        }
+        // Relaxed: an unchanged value guards nothing; the slow path re-reads
+        // it with Acquire.
+        u64::from(watch.placement_seq.load(Ordering::Relaxed)) == h.quiet.get()
     });
-    if quiet {
-        false
-    } else {
-        lock_attempt_slow()
+    if !quiet {
+        lock_attempt_slow(COUNT);
     }
 }
 
-/// A lock attempt with something to do: the first one (registration), a
-/// changed placement, or one made while confined.
+/// A lock attempt with something to do: the first one (registration) or a
+/// changed placement. `count`: a first attempt is counted here.
 #[cold]
 #[inline(never)]
-fn lock_attempt_slow() -> bool {
+fn lock_attempt_slow(count: bool) {
     LOCAL.with(|l| {
         let slot = match l.slot.get() {
             Standing::Slot(i) => i,
             Standing::Unregistered => match register(l) {
-                Standing::Slot(i) => i,
-                _ => return false,
+                Standing::Slot(i) => {
+                    if count {
+                        // Relaxed: see `attempt`.
+                        SLOTS[i as usize]
+                            .watch
+                            .attempts
+                            .fetch_add(1, Ordering::Relaxed);
+                    }
+                    i
+                }
+                _ => return,
             },
-            Standing::Unmanaged => return false,
+            Standing::Unmanaged => return,
         };
         let s = &SLOTS[slot as usize];
         // Acquire: the placement and masks stored before the bump are
         // visible. Never bumped without a policy, so one compare suffices.
-        let seq = s.placement_seq.load(Ordering::Acquire);
+        let seq = s.watch.placement_seq.load(Ordering::Acquire);
         if seq != l.applied_seq.get() {
             migrate(l, s, seq);
         }
-        let confined = l.applied_want.get() == Placement::Ssc;
-        let quiet = if confined {
-            // Relaxed load + store: this thread is the only writer, and the
-            // monitor only needs an eventually-seen count.
-            let n = s.ssc_attempts.load(Ordering::Relaxed);
-            s.ssc_attempts.store(n + 1, Ordering::Relaxed);
-            ALWAYS_ATTEND
-        } else {
-            u64::from(l.applied_seq.get())
-        };
-        hot::with(|h| h.quiet.set(quiet));
-        confined
+        hot::with(|h| h.quiet.set(u64::from(l.applied_seq.get())));
     })
 }
 
@@ -225,7 +260,7 @@ fn lock_attempt_slow() -> bool {
 fn set_unmanaged(l: &Local) {
     l.slot.set(Standing::Unmanaged);
     hot::with(|h| {
-        h.watch.set(&NEVER_BUMPED);
+        h.watch.set(&l.unmanaged);
         h.quiet.set(0);
     });
 }
@@ -250,7 +285,7 @@ fn register(l: &Local) -> Standing {
     s.wait.take();
     set_thread_counter(&s.wait);
     l.slot.set(Standing::Slot(index as u32));
-    hot::with(|h| h.watch.set(&s.placement_seq));
+    hot::with(|h| h.watch.set(&s.watch));
     // Release: the slot's other fields are initialised before the monitor
     // sees the new tid.
     s.tid.store(current_tid(), Ordering::Release);
@@ -303,7 +338,7 @@ pub fn set_want(i: usize, want: Placement) {
     // Relaxed: published by the Release bump.
     if s.want.load(Ordering::Relaxed) != want {
         s.want.store(want, Ordering::Relaxed);
-        s.placement_seq.fetch_add(1, Ordering::Release);
+        s.watch.placement_seq.fetch_add(1, Ordering::Release);
     }
 }
 
@@ -335,7 +370,7 @@ pub fn publish_masks(ssc: &[u32], general: &[u32]) {
         // Relaxed: a hint; the bump below publishes.
         if s.want.load(Ordering::Relaxed) != Placement::Unconfined {
             // Release: the masks are visible to whoever sees the bump.
-            s.placement_seq.fetch_add(1, Ordering::Release);
+            s.watch.placement_seq.fetch_add(1, Ordering::Release);
         }
     }
 }
@@ -376,7 +411,7 @@ pub fn reset_after_fork() {
     for s in &SLOTS[..used] {
         s.tid.store(0, Ordering::Relaxed); // Relaxed: single-threaded here.
         s.want.store(Placement::Unconfined, Ordering::Relaxed);
-        s.placement_seq.store(0, Ordering::Relaxed);
+        s.watch.placement_seq.store(0, Ordering::Relaxed);
         s.applied.store(Placement::Unconfined, Ordering::Relaxed);
         s.gone.store(false, Ordering::Relaxed);
         s.wait.take();
@@ -437,7 +472,8 @@ mod tests {
     fn an_excluded_thread_takes_no_slot() {
         let (standing, in_table, confined) = std::thread::spawn(|| {
             exclude_current_thread();
-            let confined = on_lock_attempt();
+            on_lock_attempt();
+            let confined = LOCAL.with(|l| l.applied_want.get()) == Placement::Ssc;
             // Other tests register threads meanwhile; none of the slots is
             // this one's (checked while it lives, so its tid is not reused).
             let tid = current_tid();

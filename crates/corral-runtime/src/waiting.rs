@@ -24,7 +24,7 @@ use corral_locks::RawLock;
 pub use corral_locks::sys::clock::{monotonic_ns, thread_cpu_ns, thread_cpu_ns_of as cpu_ns_of};
 
 use crate::parking::Parking;
-use crate::registry::{is_managed, on_lock_attempt, spin_before_park, spins_unbounded};
+use crate::registry::{is_managed, recheck_placement, spin_before_park, spins_unbounded};
 
 /// Polls between two re-checks of the waiter's placement.
 pub const PLACEMENT_RECHECK_POLLS: u32 = 64;
@@ -79,7 +79,7 @@ pub fn lock_contended<L: RawLock>(lock: &L, parks: bool, parking: Option<&Parkin
         }
         polls = polls.wrapping_add(1);
         if managed && polls.is_multiple_of(PLACEMENT_RECHECK_POLLS) {
-            on_lock_attempt();
+            recheck_placement();
         }
         if polls < spin {
             core::hint::spin_loop();
@@ -100,7 +100,7 @@ pub fn lock_contended<L: RawLock>(lock: &L, parks: bool, parking: Option<&Parkin
             }
         }
         if managed {
-            on_lock_attempt();
+            recheck_placement();
         }
         polls = 0; // woken: spin briefly again before the next sleep
     }

@@ -1,13 +1,14 @@
 //! What a lock attempt does (Algorithm 2): a quiet attempt changes nothing,
-//! a changed placement is applied at the next one, and each attempt made
-//! while confined to the SSC is counted. Its own process: no monitor of
+//! a changed placement is applied at the next one, and every attempt is
+//! counted (the whole program's progress), while a waiter's re-check is not. Its own process: no monitor of
 //! another test places this thread meanwhile.
 
 use std::sync::atomic::Ordering;
 
 use corral_policy::placement::Placement;
 use corral_runtime::registry::{
-    current_tid, on_lock_attempt, publish_masks, reset_after_fork, set_want, slot, slots_in_use,
+    current_tid, on_lock_attempt, publish_masks, recheck_placement, reset_after_fork, set_want,
+    slot, slots_in_use,
 };
 
 /// The slot of the calling thread.
@@ -19,52 +20,49 @@ fn my_slot() -> usize {
 }
 
 fn attempts(i: usize) -> u64 {
-    slot(i).ssc_attempts.load(Ordering::Relaxed)
+    slot(i).watch.attempts.load(Ordering::Relaxed)
 }
 
 #[test]
-fn placement_changes_apply_at_the_next_attempt_and_confined_attempts_count() {
-    assert!(
-        !on_lock_attempt(),
-        "the first attempt registers, unconfined"
-    );
+fn placement_changes_apply_at_the_next_attempt_and_every_attempt_counts() {
+    let applied = |i: usize| slot(i).applied.load(Ordering::Relaxed);
+    on_lock_attempt();
     let i = my_slot();
-    assert!(!on_lock_attempt());
-    assert_eq!(attempts(i), 0);
+    assert_eq!(applied(i), Placement::Unconfined, "registered, unconfined");
+    assert_eq!(attempts(i), 1, "the registering attempt counts");
+    on_lock_attempt();
+    assert_eq!(attempts(i), 2);
 
     set_want(i, Placement::Ssc);
-    assert!(on_lock_attempt(), "moved at the next attempt");
-    assert_eq!(slot(i).applied.load(Ordering::Relaxed), Placement::Ssc);
-    assert!(on_lock_attempt());
-    assert!(on_lock_attempt());
-    assert_eq!(attempts(i), 3, "every attempt on the SSC counts");
+    on_lock_attempt();
+    assert_eq!(applied(i), Placement::Ssc, "moved at the next attempt");
+    on_lock_attempt();
+    on_lock_attempt();
+    assert_eq!(attempts(i), 5, "every attempt on the SSC counts");
 
-    // New masks with the placement unchanged: applied at the next attempt too.
-    let seq = slot(i).placement_seq.load(Ordering::Relaxed);
+    // New masks with the placement unchanged: applied at the next attempt
+    // too, here by a waiter's re-check, which counts nothing.
+    let seq = slot(i).watch.placement_seq.load(Ordering::Relaxed);
     publish_masks(&[], &[]);
-    assert_ne!(slot(i).placement_seq.load(Ordering::Relaxed), seq);
-    assert!(on_lock_attempt());
-    assert_eq!(attempts(i), 4);
-
+    assert_ne!(slot(i).watch.placement_seq.load(Ordering::Relaxed), seq);
     set_want(i, Placement::General);
-    assert!(!on_lock_attempt());
-    assert_eq!(slot(i).applied.load(Ordering::Relaxed), Placement::General);
+    recheck_placement();
+    assert_eq!(applied(i), Placement::General, "a re-check applies it");
+    assert_eq!(attempts(i), 5, "a re-check is no attempt");
+
     set_want(i, Placement::Unconfined);
-    assert!(!on_lock_attempt());
-    assert!(!on_lock_attempt());
-    assert_eq!(
-        slot(i).applied.load(Ordering::Relaxed),
-        Placement::Unconfined
-    );
-    assert_eq!(attempts(i), 4, "off the SSC, attempts are not counted");
+    on_lock_attempt();
+    on_lock_attempt();
+    assert_eq!(applied(i), Placement::Unconfined);
+    assert_eq!(attempts(i), 7, "off the SSC, attempts count as well");
 
     // A fork child forgets its slot: its next attempt registers again.
     reset_after_fork();
     assert_eq!(slots_in_use(), 0);
-    assert!(!on_lock_attempt());
+    on_lock_attempt();
     let j = my_slot();
     assert_eq!(slot(j).want.load(Ordering::Relaxed), Placement::Unconfined);
     let before = attempts(j);
-    assert!(!on_lock_attempt());
-    assert_eq!(attempts(j), before);
+    on_lock_attempt();
+    assert_eq!(attempts(j), before + 1);
 }

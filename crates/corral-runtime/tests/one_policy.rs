@@ -5,6 +5,7 @@
 
 use corral_locks::wait::ns_to_ticks;
 use corral_policy::placement::Placement;
+use corral_policy::ssc::SscParams;
 use corral_runtime::config::{Policy, RuntimeConfig};
 use corral_runtime::kernel::{KernelMonitor, MonitorConfig, SliceRecord};
 use corral_runtime::monitor::{Monitor, Observed, ThreadSample};
@@ -57,9 +58,14 @@ fn user_space_kernel_and_simulator_drivers_place_threads_alike() {
     let mut sim = Lca::improved(CORES);
     sim.start(&Machine::paper3_like(CORES), THREADS as u32);
 
+    // The same parameters as the kernel monitor and the simulator: the
+    // user-space preset adds "no confinement" as a candidate, judged by the
+    // whole program's lock attempts, which the other two do not count (its
+    // own tests: corral-policy's ssc_unconfined.rs).
     let cfg = RuntimeConfig {
         policy: Policy::Lca,
         slice_ns: SLICE_NS,
+        ssc: SscParams::kernel(),
         ..RuntimeConfig::default()
     };
     let mut user = Monitor::new(cfg, order.clone(), None, None);
@@ -78,7 +84,7 @@ fn user_space_kernel_and_simulator_drivers_place_threads_alike() {
             cpu_ns: Some(0),
             wait_ticks: 0,
             waits: 0,
-            ssc_attempts: 0,
+            attempts: 0,
             applied: p,
         };
         user.observe(t, first, 0, 0.0);
@@ -115,7 +121,7 @@ fn user_space_kernel_and_simulator_drivers_place_threads_alike() {
                 cpu_ns: Some(cpu[t]),
                 wait_ticks: ns_to_ticks(wait),
                 waits: u64::from(wait > 0),
-                ssc_attempts: 0,
+                attempts: 0,
                 applied: placed[t],
             };
             // Placed after the window closes; compared after the tick below.
@@ -161,7 +167,7 @@ fn user_space_kernel_and_simulator_drivers_place_threads_alike() {
                 cpu_ns: Some(cpu[t]),
                 wait_ticks: 0,
                 waits: 0,
-                ssc_attempts: 0,
+                attempts: 0,
                 applied: placed[t],
             };
             // A sample with no new CPU time closes no window: it only places.

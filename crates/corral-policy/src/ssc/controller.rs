@@ -237,12 +237,16 @@ impl SscController {
     /// Alg. 3 line 20 (voted time above `bound x vote_slice_per_core`), plus
     /// corral's vote count (see [`SscParams::votes_per_ssc_core`]); with
     /// measured progress, also a window as long as the votes' mean slice
-    /// (slices ending together would otherwise give a near-empty window).
+    /// (slices ending together would otherwise give a near-empty window)
+    /// holding at least [`SscParams::progress_round_min`] units.
     #[inline]
     fn votes_suffice(&self, voting: &Voting, now: Nanos) -> bool {
         if self.measures_progress() {
             let window = now.saturating_sub(self.progress_since.load(HINT));
-            if window == 0 || window < voting.slice / u64::from(voting.votes.max(1)) {
+            if window == 0
+                || window < voting.slice / u64::from(voting.votes.max(1))
+                || self.progress.load(HINT) < self.params.progress_round_min
+            {
                 return false;
             }
         }
@@ -261,21 +265,42 @@ impl SscController {
     }
 
     /// Progress report from the driver: `count` units of useful work (lock
-    /// acquisitions by lock-intensive threads) completed by `now`. Optional;
-    /// once reported, the search compares progress rates instead of
-    /// n(1 - p) (see [`SscParams::use_progress`]). Progress during the
-    /// warm-up after a bound change is not counted. Lock free.
+    /// acquisitions) completed by `now`. Optional; once reported, the search
+    /// compares progress rates instead of n(1 - p) (see
+    /// [`SscParams::use_progress`]). Progress during the warm-up after a
+    /// bound change is not counted. With [`SscParams::progress_round`], a
+    /// round long and full enough is determined here (returned for the
+    /// log). Never blocks.
     #[inline]
-    pub fn observe_progress(&self, count: u64, now: Nanos) {
-        if !self.params.use_progress || count == 0 {
-            return;
+    pub fn observe_progress(&self, count: u64, now: Nanos) -> Option<Decision> {
+        if !self.params.use_progress {
+            return None;
         }
-        if !self.progress_reported.load(HINT) {
-            self.progress_reported.store(true, HINT);
+        if count > 0 {
+            if !self.progress_reported.load(HINT) {
+                self.progress_reported.store(true, HINT);
+            }
+            if now >= self.progress_since.load(HINT) {
+                self.progress.fetch_add(count, HINT);
+            }
         }
-        if now >= self.progress_since.load(HINT) {
-            self.progress.fetch_add(count, HINT);
+        self.round_by_time(now)
+    }
+
+    /// A round closed by time rather than votes (see
+    /// [`SscParams::progress_round`]).
+    fn round_by_time(&self, now: Nanos) -> Option<Decision> {
+        let every = self.params.progress_round;
+        if every == 0 || self.lock_intensive() == 0 || !self.measures_progress() {
+            return None;
         }
+        let elapsed = now.saturating_sub(self.progress_since.load(HINT));
+        let full = self.progress.load(HINT) >= self.params.progress_round_min;
+        if elapsed < every || !(full || elapsed >= every.saturating_mul(10)) {
+            return None;
+        }
+        let mut voting = try_voting(&self.voting)?;
+        Some(self.determine(&mut voting, now))
     }
 
     /// Alg. 3 lines 11-19: counts the slice if it ran on an SSC core and

@@ -36,7 +36,7 @@ mod search;
 
 pub use memory::{program_key, ClassMemory};
 pub use params::{Decision, DecisionKind, SscParams, PAPER_TSC_HZ, PAPER_VOTE_TICKS_PER_CORE};
-pub use search::{Phase, Refine, SearchState};
+pub use search::{Phase, Refine, SearchState, UnconfinedProbe};
 
 use crate::detect::{is_quiet, qualifies, QuietStreak};
 use crate::placement::Placement;
@@ -284,7 +284,10 @@ impl SscController {
             useful_perc: 1.0 - p.min(1.0),
         };
         let step = voting.search.determine(&self.params, round);
-        self.last_p.store(p.to_bits(), HINT);
+        if voting.votes > 0 {
+            // A round closed by time may have no votes: no p to compare.
+            self.last_p.store(p.to_bits(), HINT);
+        }
         let mut decision = Decision {
             at: now,
             kind: step.kind,

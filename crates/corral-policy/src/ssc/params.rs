@@ -101,6 +101,26 @@ pub struct SscParams {
     /// Slots of the per-program classification memory (paper 1, Sec. 4.6:
     /// short-lived tasks exit before they are classified). 0 turns it off.
     pub class_memory_slots: usize,
+    /// "No confinement" is always a candidate: once the search would settle
+    /// below every core, the bound moves to every core (the general threads
+    /// keep every CPU too) for `confirmations` rounds, and stays there
+    /// unless the settled bound's progress beat it by more than
+    /// `unconfined_margin`. With measured whole-program progress, a program
+    /// whose parallel part needs the cores keeps them. Off in the papers.
+    pub probe_unconfined: bool,
+    /// How much more progress a confined bound must show than every core to
+    /// be kept (ties go to no confinement: never worse than no policy).
+    pub unconfined_margin: f64,
+    /// With measured progress, a round also closes this long after the last
+    /// one, without waiting for votes, once it has counted
+    /// `progress_round_min` units (or after ten times as long): lock-
+    /// intensive threads that use little CPU vote slowly, while the progress
+    /// of the whole program is counted anyway. 0 turns it off.
+    pub progress_round: Nanos,
+    /// The fewest progress units any round with measured progress rests on
+    /// (relative noise about `1 / sqrt` of it; a driver that samples
+    /// progress once a tick would otherwise compare empty and full ticks).
+    pub progress_round_min: u64,
 }
 
 impl SscParams {
@@ -119,11 +139,19 @@ impl SscParams {
     }
 
     /// corral's preset for user-space locks, run by `corral run`: the
-    /// kernel preset. Growth on load answers kernel waiters spinning on long
-    /// SSC run queues (paper 2); user-space waiters give their core up, so a
-    /// long SSC run queue costs little there too.
+    /// kernel preset (growth on load answers kernel waiters spinning on long
+    /// SSC run queues, paper 2; user-space waiters give their core up, so a
+    /// long SSC run queue costs little there too), plus "no confinement" as
+    /// a candidate and time-closed rounds: the runtime counts every lock
+    /// attempt of the program, so it can tell when confinement hurts.
     pub fn user_space() -> Self {
-        Self::kernel()
+        SscParams {
+            probe_unconfined: true,
+            // 10 ms rounds of at least 400 attempts (noise about 5%).
+            progress_round: 10_000_000,
+            progress_round_min: 400,
+            ..Self::kernel()
+        }
     }
 
     /// The kernel preset without the vote warm-up: the ablation the
@@ -180,6 +208,10 @@ impl Default for SscParams {
             // Two runnable threads per SSC core: each gets at most half a core.
             grow_runnable_per_core: 2.0,
             class_memory_slots: 256,
+            probe_unconfined: false,
+            unconfined_margin: 0.05,
+            progress_round: 0,
+            progress_round_min: 0,
         }
     }
 }
@@ -199,6 +231,12 @@ pub enum DecisionKind {
     RefineProbe,
     /// Refinement finished; the bound is the best center.
     RefineSettle,
+    /// The search would settle below every core: every core (no
+    /// confinement) is measured against it first.
+    ProbeUnconfined,
+    /// No confinement did as well as the best bound: the search settles on
+    /// every core.
+    SettleUnconfined,
     /// Alg. 3 lines 28-37: the re-search timer fired.
     RestartTimer,
     /// Alg. 4 line 45: T left [beta, alpha] x the recorded T.

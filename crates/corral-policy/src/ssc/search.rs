@@ -14,9 +14,24 @@ pub enum Phase {
     Climb,
     /// Pattern search between halved steps around the best bound so far.
     Refine(Refine),
+    /// Every core (no confinement) measured against the bound the search
+    /// would settle on (`SscParams::probe_unconfined`).
+    ProbeUnconfined(UnconfinedProbe),
     /// The search stopped (`climbing == 0` in the paper); only the adaptation
     /// check runs.
     Settled,
+}
+
+/// The bound the search would settle on, while every core is measured.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct UnconfinedProbe {
+    /// The bound the search found.
+    pub center: u32,
+    /// Its normalised throughput.
+    pub center_thro: f64,
+    /// Consecutive rounds on every core as good as the center (> 0, within
+    /// `unconfined_margin`) or worse (< 0).
+    pub streak: i32,
 }
 
 /// Refinement state: probing `center +- step`, halving `step` when neither
@@ -109,6 +124,9 @@ pub struct SearchState {
     pub work_cores_last_step: u32,
     /// Consecutive settled rounds above alpha (> 0) or below beta (< 0).
     pub jump_streak: i32,
+    /// Consecutive settled rounds whose work cores differ from the recorded
+    /// ones: like a throughput jump, a change must persist to restart.
+    pub cores_streak: u32,
 }
 
 impl SearchState {
@@ -120,6 +138,7 @@ impl SearchState {
             thro_last_step: 0.0,
             work_cores_last_step: 0,
             jump_streak: 0,
+            cores_streak: 0,
         }
     }
 
@@ -133,7 +152,8 @@ impl SearchState {
         match self.phase {
             Phase::Climb => self.climb(params, round, work_cores, thro),
             Phase::Refine(refine) => self.refine_round(params, round, refine, thro),
-            Phase::Settled => self.adapt(params, work_cores, thro),
+            Phase::ProbeUnconfined(probe) => self.probe_round(params, round, probe, thro),
+            Phase::Settled => self.adapt(params, round, work_cores, thro),
         }
     }
 
@@ -160,7 +180,7 @@ impl SearchState {
             }
             // Capped: the paper keeps re-confirming; corral refines below.
             if params.refine {
-                return self.start_refine(round, work_cores, thro);
+                return self.start_refine(params, round, work_cores, thro);
             }
             return hold;
         }
@@ -176,14 +196,78 @@ impl SearchState {
         let back = self.work_cores_last_step.max(round.min_bound).max(1);
         self.climbing = 0;
         if params.refine {
-            let mut step = self.start_refine(round, back, self.thro_last_step);
+            let mut step = self.start_refine(params, round, back, self.thro_last_step);
             if step.bound == BoundMove::Keep && round.bound != back {
                 step.bound = BoundMove::To(back);
             }
             return step;
         }
+        if let Some(probe) = self.probe_unconfined(params, round, back, self.thro_last_step, thro) {
+            return probe;
+        }
         self.phase = Phase::Settled;
         Step::to(DecisionKind::StepBack, thro, back)
+    }
+
+    /// With `probe_unconfined`, a search about to settle on `center` below
+    /// every core measures every core first.
+    fn probe_unconfined(
+        &mut self,
+        params: &SscParams,
+        round: Round,
+        center: u32,
+        center_thro: f64,
+        thro: f64,
+    ) -> Option<Step> {
+        if !params.probe_unconfined || center >= round.max_bound {
+            return None;
+        }
+        self.climbing = 0;
+        self.phase = Phase::ProbeUnconfined(UnconfinedProbe {
+            center,
+            center_thro,
+            streak: 0,
+        });
+        Some(Step::to(
+            DecisionKind::ProbeUnconfined,
+            thro,
+            round.max_bound,
+        ))
+    }
+
+    /// One round on every core: `confirmations` agreeing rounds keep it (it
+    /// did within `unconfined_margin` of the center) or go back to the
+    /// center. Either way the search settles.
+    fn probe_round(
+        &mut self,
+        params: &SscParams,
+        round: Round,
+        mut probe: UnconfinedProbe,
+        thro: f64,
+    ) -> Step {
+        let confirmations = params.confirmations.max(1) as i32;
+        probe.streak = if thro >= probe.center_thro * (1.0 - params.unconfined_margin) {
+            probe.streak.max(0) + 1
+        } else {
+            probe.streak.min(0) - 1
+        };
+        if probe.streak.abs() < confirmations {
+            self.phase = Phase::ProbeUnconfined(probe);
+            return Step::hold(thro);
+        }
+        self.phase = Phase::Settled;
+        self.climbing = 0;
+        if probe.streak > 0 {
+            let work_cores = round.lock_intensive.min(round.max_bound).max(1);
+            self.record_last(work_cores, thro);
+            return Step {
+                kind: DecisionKind::SettleUnconfined,
+                thro,
+                bound: BoundMove::Keep,
+            };
+        }
+        self.record_last(probe.center, probe.center_thro);
+        Step::to(DecisionKind::RefineSettle, thro, probe.center)
     }
 
     fn record_last(&mut self, work_cores: u32, thro: f64) {
@@ -194,7 +278,13 @@ impl SearchState {
     /// Begins the pattern search around `center` with step `center / 2`.
     /// The doubling reached `center` from `center / 2` because T rose, so
     /// that side is not probed again (`moved_dir` = +1).
-    fn start_refine(&mut self, round: Round, center: u32, center_thro: f64) -> Step {
+    fn start_refine(
+        &mut self,
+        params: &SscParams,
+        round: Round,
+        center: u32,
+        center_thro: f64,
+    ) -> Step {
         let refine = Refine {
             center,
             center_thro,
@@ -204,11 +294,17 @@ impl SearchState {
             probe: center,
             streak: 0,
         };
-        self.next_probe(round, refine, center_thro)
+        self.next_probe(params, round, refine, center_thro)
     }
 
     /// Moves to the next valid probe, or settles at the center.
-    fn next_probe(&mut self, round: Round, mut refine: Refine, thro: f64) -> Step {
+    fn next_probe(
+        &mut self,
+        params: &SscParams,
+        round: Round,
+        mut refine: Refine,
+        thro: f64,
+    ) -> Step {
         let limit = round.max_bound.min(round.lock_intensive).max(1);
         let lowest = round.min_bound.max(1);
         while refine.step > 0 {
@@ -228,6 +324,11 @@ impl SearchState {
                 refine.dir = 1;
                 refine.moved_dir = 0;
             }
+        }
+        if let Some(probe) =
+            self.probe_unconfined(params, round, refine.center, refine.center_thro, thro)
+        {
+            return probe;
         }
         self.phase = Phase::Settled;
         self.climbing = 0;
@@ -262,7 +363,7 @@ impl SearchState {
             refine.center = refine.probe;
             refine.center_thro = thro;
             refine.moved_dir = refine.dir;
-            return self.next_probe(round, refine, thro);
+            return self.next_probe(params, round, refine, thro);
         }
         if refine.streak <= -confirmations {
             if refine.dir > 0 && refine.moved_dir == 0 {
@@ -272,17 +373,25 @@ impl SearchState {
                 refine.dir = 1;
                 refine.moved_dir = 0;
             }
-            return self.next_probe(round, refine, thro);
+            return self.next_probe(params, round, refine, thro);
         }
         self.phase = Phase::Refine(refine);
         Step::hold(thro)
     }
 
     /// Alg. 4 lines 44-47: a change of work cores, or T outside
-    /// [beta, alpha] x the recorded T on `jump_confirmations` consecutive
-    /// rounds (the same side), restarts the search.
-    fn adapt(&mut self, params: &SscParams, work_cores: u32, thro: f64) -> Step {
-        let side = if thro > params.alpha * self.thro_last_step {
+    /// [beta, alpha] x the recorded T (the same side), on
+    /// `jump_confirmations` consecutive rounds restarts the search.
+    ///
+    /// Settled on every core after measuring it (`probe_unconfined`), a new
+    /// count of lock-intensive threads confines nobody new and changes no
+    /// measured progress, and a rise of progress cannot call for more cores:
+    /// only a fall restarts the search, so threads that flicker around the
+    /// threshold do not send the program back to one core.
+    fn adapt(&mut self, params: &SscParams, round: Round, work_cores: u32, thro: f64) -> Step {
+        let unconfined = params.probe_unconfined && round.bound >= round.max_bound;
+        // On every core already, more progress cannot call for more cores.
+        let side = if thro > params.alpha * self.thro_last_step && !unconfined {
             1
         } else if thro < params.beta * self.thro_last_step {
             -1
@@ -294,8 +403,14 @@ impl SearchState {
             _ if self.jump_streak.signum() == side => self.jump_streak + side,
             _ => side,
         };
-        let jumped = self.jump_streak.unsigned_abs() >= params.jump_confirmations.max(1);
-        let kind = if work_cores != self.work_cores_last_step {
+        let needed = params.jump_confirmations.max(1);
+        self.cores_streak = if work_cores != self.work_cores_last_step && !unconfined {
+            self.cores_streak + 1
+        } else {
+            0
+        };
+        let jumped = self.jump_streak.unsigned_abs() >= needed;
+        let kind = if self.cores_streak >= needed {
             DecisionKind::RestartWorkCores
         } else if jumped {
             DecisionKind::RestartThroughputJump

@@ -6,14 +6,16 @@
 //! does) or room in glibc's static TLS surplus for a later `dlopen`.
 
 use core::cell::Cell;
-use core::sync::atomic::AtomicU32;
+
+use super::Watch;
 
 /// What a lock attempt compares; all-zero bytes are the initial state.
 #[repr(C)]
 pub(super) struct Hot {
-    /// The word to watch; null until the thread is registered.
-    pub(super) watch: Cell<*const AtomicU32>,
-    /// The value of `*watch` at which an attempt has nothing to do.
+    /// The words to watch and count in; null until the thread is registered.
+    pub(super) watch: Cell<*const Watch>,
+    /// The value of `watch.placement_seq` at which an attempt has nothing
+    /// more to do.
     pub(super) quiet: Cell<u64>,
 }
 

@@ -1,0 +1,107 @@
+//! "No confinement" as a candidate (the user-space preset): a program whose
+//! parallel part needs the cores keeps them, one that collapses keeps its
+//! small SSC, and rounds close by time when lock-intensive threads vote
+//! slowly.
+
+mod ssc_driver;
+
+use corral_policy::ssc::{Decision, DecisionKind, Phase, SscParams};
+use ssc_driver::*;
+
+/// Settles a driver of `threads` lock-intensive threads on 64 cores whose
+/// whole program makes `rate(bound)` lock attempts per slice step; returns
+/// the bound and the decision log.
+fn settle(threads: usize, rate: &dyn Fn(u32) -> u64) -> (u32, Vec<Decision>) {
+    let mut driver = Driver::new(SscParams::user_space(), 64, threads);
+    let share = unimodal(4);
+    for _ in 0..200_000 {
+        let bound = driver.ctl.bound();
+        if let Some(d) = driver.ctl.observe_progress(rate(bound), driver.now) {
+            driver.log.push(d);
+        }
+        let decided = driver.slice(&share).is_some() || driver.log.last().is_some();
+        if decided && matches!(driver.ctl.search_state().unwrap().phase, Phase::Settled) {
+            return (driver.ctl.bound(), driver.log);
+        }
+    }
+    panic!("did not settle: {:?}", driver.log.last());
+}
+
+fn kinds(log: &[Decision]) -> Vec<DecisionKind> {
+    log.iter()
+        .map(|d| d.kind)
+        .filter(|k| *k != DecisionKind::Hold)
+        .collect()
+}
+
+#[test]
+fn a_program_that_needs_every_core_keeps_them() {
+    // Four lock-intensive threads cap the climb at 4 cores, but the rest of
+    // the program runs best on all 64.
+    let (bound, log) = settle(4, &|n| if n == 64 { 3_000 } else { 1_000 + u64::from(n) });
+    assert_eq!(bound, 64, "{:?}", kinds(&log));
+    let k = kinds(&log);
+    assert_eq!(
+        k[k.len() - 2..],
+        [
+            DecisionKind::ProbeUnconfined,
+            DecisionKind::SettleUnconfined
+        ]
+    );
+}
+
+#[test]
+fn a_tie_goes_to_no_confinement() {
+    // The best bound is 3% better than every core: within the 5% margin.
+    let (bound, _) = settle(4, &|n| match n {
+        64 => 1_000,
+        4 => 1_030,
+        _ => 900 + 10 * u64::from(n),
+    });
+    assert_eq!(bound, 64);
+}
+
+#[test]
+fn a_collapsing_program_keeps_its_small_ssc() {
+    // Every core added costs: one core is best, every core far worse.
+    let (bound, log) = settle(16, &|n| 64_000 / u64::from(n));
+    assert_eq!(bound, 1);
+    let k = kinds(&log);
+    assert!(k.contains(&DecisionKind::ProbeUnconfined), "{k:?}");
+    assert_eq!(k.last(), Some(&DecisionKind::RefineSettle), "{k:?}");
+    // The papers' preset never leaves the SSC to measure every core.
+    let mut driver = Driver::new(SscParams::kernel(), 64, 16);
+    driver.settle(&unimodal(1));
+    assert!(!kinds(&driver.log).contains(&DecisionKind::ProbeUnconfined));
+}
+
+#[test]
+fn rounds_close_by_time_once_enough_progress_is_counted() {
+    let params = SscParams::user_space();
+    let every = params.progress_round;
+    let start = params.vote_warmup;
+    // No slice ends at all (threads that use little CPU): progress alone.
+    let driver = Driver::new(params, 8, 2);
+    let ms = 1_000_000;
+    let mut first = None;
+    for step in 1..=200u64 {
+        let now = start + step * ms;
+        // 20 attempts a millisecond: the 400 needed take 20 ms.
+        if driver.ctl.observe_progress(20, now).is_some() {
+            first = Some(now - start);
+            break;
+        }
+    }
+    assert_eq!(first, Some(20 * ms));
+    // Too little progress: the round waits ten times as long.
+    let driver = Driver::new(SscParams::user_space(), 8, 2);
+    let mut first = None;
+    for step in 1..=200u64 {
+        let now = start + step * ms;
+        if driver.ctl.observe_progress(3, now).is_some() {
+            first = Some(now - start);
+            break;
+        }
+    }
+    assert_eq!(first, Some(10 * every));
+}
