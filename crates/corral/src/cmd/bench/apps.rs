@@ -287,10 +287,17 @@ impl Bench<'_> {
     }
 
     /// Sizes the work so that glibc's run takes about `target`: small runs
-    /// first, growing until one is long enough to scale from.
+    /// first, growing until one is long enough to scale from, then one more
+    /// run at the chosen size, re-sized while it lands outside a third to
+    /// three times the target (a slow outlier among the probes, as
+    /// `sysbench threads` has at 2 threads, would otherwise leave every
+    /// column a run of a few milliseconds, all start-up).
     fn calibrate(&self, app: App, threads: u32, target: f64) -> Result<u64, CliError> {
         let mut work = app.first_work(threads);
-        for _ in 0..8 {
+        // Whether `work` was scaled from a long enough run (then one run
+        // within range accepts it).
+        let mut checked = false;
+        for _ in 0..10 {
             let s = self.sample(app, Column::Glibc, threads, work)?;
             if s.status != Status::Ok {
                 return Err(CliError(format!(
@@ -302,11 +309,16 @@ impl Bench<'_> {
             }
             let t = s.wall_s.max(1e-4);
             let scale = target / t;
-            if scale <= 3.0 {
-                return Ok(((work as f64 * scale).round() as u64).max(1));
+            if (1.0 / 3.0..=3.0).contains(&scale) && checked {
+                return Ok(work);
             }
-            // Aim the next probe at half the target: no probe overshoots far.
-            work = ((work as f64 * (scale / 2.0).min(64.0)).ceil() as u64).max(work + 1);
+            work = if scale <= 3.0 {
+                checked = true;
+                ((work as f64 * scale).round() as u64).max(1)
+            } else {
+                // Aim the next probe at half the target: no probe overshoots far.
+                ((work as f64 * (scale / 2.0).min(64.0)).ceil() as u64).max(work + 1)
+            };
         }
         Ok(work)
     }
