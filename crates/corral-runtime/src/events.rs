@@ -65,6 +65,16 @@ pub enum Event {
         /// Its lock-wait share in the last slice.
         share: f64,
     },
+    /// The whole program's progress over the last window (about
+    /// [`PROGRESS_EVERY_NS`]): the time series a settling curve is read from.
+    Progress {
+        /// Milliseconds since the monitor started, at the window's end.
+        t_ms: f64,
+        /// Lock attempts (every interposed lock call) per millisecond.
+        attempts_per_ms: f64,
+        /// Contended acquisitions per millisecond.
+        waits_per_ms: f64,
+    },
     /// A thread exited.
     Exited {
         /// Milliseconds since the monitor started.
@@ -88,6 +98,10 @@ impl Event {
         }
     }
 }
+
+/// The window of a [`Event::Progress`] record: long enough to count many
+/// attempts, short against the 100 ms a search should settle in.
+pub const PROGRESS_EVERY_NS: u64 = 10_000_000;
 
 /// Largest a log file grows before it is rotated to `<path>.old`: a
 /// steadily contended program logs a decision every few milliseconds for

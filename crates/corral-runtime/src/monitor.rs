@@ -21,7 +21,7 @@ use corral_policy::CoreId;
 
 use crate::abi::MigState;
 use crate::config::{Policy, RuntimeConfig};
-use crate::events::{Event, EventLog};
+use crate::events::{Event, EventLog, PROGRESS_EVERY_NS};
 use crate::registry;
 use crate::stats::StatsMap;
 
@@ -106,6 +106,9 @@ pub struct Monitor {
     progress: u64,
     /// Lock waits seen this tick (any thread).
     waits_this_tick: u64,
+    /// The progress series: attempts and waits since `series_since`.
+    series: (u64, u64),
+    series_since: u64,
 }
 
 impl Monitor {
@@ -135,6 +138,8 @@ impl Monitor {
             program,
             progress: 0,
             waits_this_tick: 0,
+            series: (0, 0),
+            series_since: 0,
         };
         let bound = m.ctrl.as_ref().map_or(0, SscController::bound);
         m.log(Event::Start {
@@ -183,10 +188,28 @@ impl Monitor {
         }
         self.publish_placement();
         self.publish_stats();
+        self.log_progress(now, t_ms);
         if let Some(log) = &mut self.events {
             let _ = log.flush();
         }
         self.waits_this_tick > 0 || self.ctrl.as_ref().is_some_and(|c| c.lock_intensive() > 0)
+    }
+
+    /// Logs the program's progress once a [`PROGRESS_EVERY_NS`] window is
+    /// over (only where there is a log to read it from).
+    fn log_progress(&mut self, now: u64, t_ms: f64) {
+        let window = now.saturating_sub(self.series_since);
+        if self.events.is_none() || window < PROGRESS_EVERY_NS {
+            return;
+        }
+        let (attempts, waits) = std::mem::take(&mut self.series);
+        self.series_since = now;
+        let ms = window as f64 / 1e6;
+        self.log(Event::Progress {
+            t_ms,
+            attempts_per_ms: attempts as f64 / ms,
+            waits_per_ms: waits as f64 / ms,
+        });
     }
 
     /// Reads slot `i` of the registry and observes it; the thread applies
@@ -246,7 +269,10 @@ impl Monitor {
             return Observed::Unmanaged;
         }
         self.waits_this_tick += sample.waits;
-        self.progress += sample.attempts.wrapping_sub(track.attempts_seen);
+        let attempts = sample.attempts.wrapping_sub(track.attempts_seen);
+        self.progress += attempts;
+        self.series.0 += attempts;
+        self.series.1 += sample.waits;
         track.attempts_seen = sample.attempts;
         track.window_wait_ticks += sample.wait_ticks;
         track.wait_ticks += sample.wait_ticks;

@@ -3,6 +3,7 @@
 //! wait share, the SSC size over time and every decision.
 
 mod report;
+mod settle;
 
 use std::path::PathBuf;
 

@@ -8,6 +8,8 @@ use corral_runtime::kernel::KernelReport;
 use corral_runtime::stats::StatsSnapshot;
 use serde::Serialize;
 
+use super::settle::{ProgressPoint, Settle};
+
 /// One thread in the report.
 #[derive(Serialize)]
 pub(crate) struct ThreadReport {
@@ -90,6 +92,11 @@ pub(crate) struct RunReport {
     pub(crate) decisions: Vec<Event>,
     /// Older events left out of `decisions`.
     pub(crate) events_left_out: u64,
+    /// The whole program's progress, one point per ~10 ms window (the
+    /// newest [`EVENTS_KEPT`]).
+    pub(crate) progress: Vec<ProgressPoint>,
+    /// How fast progress settled once contention began (from `progress`).
+    pub(crate) settle: Option<Settle>,
     /// With `--kernel-locks`: kernel lock waiting per thread and slice, the
     /// SSC decisions and the affinity applied (read back).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -105,6 +112,7 @@ pub(crate) struct LogSummary {
     exit_count: u64,
     kept: std::collections::VecDeque<Event>,
     left_out: u64,
+    progress: std::collections::VecDeque<ProgressPoint>,
 }
 
 impl LogSummary {
@@ -137,6 +145,21 @@ impl LogSummary {
             }
             Event::Exited { .. } => self.exit_count += 1,
             Event::MigrateBack { .. } => {}
+            Event::Progress {
+                t_ms,
+                attempts_per_ms,
+                waits_per_ms,
+            } => {
+                if self.progress.len() == EVENTS_KEPT {
+                    self.progress.pop_front();
+                }
+                self.progress.push_back(ProgressPoint {
+                    t_ms: *t_ms,
+                    attempts_per_ms: *attempts_per_ms,
+                    waits_per_ms: *waits_per_ms,
+                });
+                return;
+            }
         }
         if self.kept.len() == EVENTS_KEPT {
             self.kept.pop_front();
@@ -169,6 +192,7 @@ pub(crate) fn build_report(
                 .collect()
         })
         .unwrap_or_default();
+    let progress: Vec<ProgressPoint> = log.progress.into();
     RunReport {
         policy: cfg.policy,
         lock: cfg.lock,
@@ -180,6 +204,8 @@ pub(crate) fn build_report(
         exit_count: log.exit_count,
         decisions: log.kept.into(),
         events_left_out: log.left_out,
+        settle: Settle::of(&progress),
+        progress,
         kernel: None,
     }
 }
@@ -212,9 +238,16 @@ pub(crate) fn summary(r: &RunReport, stats: Option<&StatsSnapshot>) -> String {
         .map(|t| format!("{}:{:.1}%", t.tid, 100.0 * t.wait_share))
         .collect();
     let bound = stats.ssc_bound.to_string();
+    let settle = r.settle.map_or(String::new(), |s| {
+        format!(
+            "; progress reached 0.9x of its settled {:.0} lock attempts/ms {:.0} ms after \
+             contention began",
+            s.settled_attempts_per_ms, s.settle_ms
+        )
+    });
     format!(
         "corral: policy {}, lock {}: {} threads locked, {} lock-intensive; SSC size {}; {} decisions; \
-         highest wait shares {}",
+         highest wait shares {}{settle}",
         r.policy.name(),
         r.lock,
         r.threads.len(),
