@@ -237,14 +237,17 @@ impl SscController {
     /// Alg. 3 line 20 (voted time above `bound x vote_slice_per_core`), plus
     /// corral's vote count (see [`SscParams::votes_per_ssc_core`]); with
     /// measured progress, also a window as long as the votes' mean slice
-    /// (slices ending together would otherwise give a near-empty window)
-    /// holding at least [`SscParams::progress_round_min`] units.
+    /// (slices ending together would otherwise give a near-empty window),
+    /// at least [`SscParams::progress_round`] long and holding at least
+    /// [`SscParams::progress_round_min`] units: a driver that samples
+    /// progress once a tick makes short windows noisy.
     #[inline]
     fn votes_suffice(&self, voting: &Voting, now: Nanos) -> bool {
         if self.measures_progress() {
             let window = now.saturating_sub(self.progress_since.load(HINT));
             if window == 0
                 || window < voting.slice / u64::from(voting.votes.max(1))
+                || window < self.params.progress_round
                 || self.progress.load(HINT) < self.params.progress_round_min
             {
                 return false;

@@ -111,8 +111,9 @@ pub struct SscParams {
     /// How much more progress a confined bound must show than every core to
     /// be kept (ties go to no confinement: never worse than no policy).
     pub unconfined_margin: f64,
-    /// With measured progress, a round also closes this long after the last
-    /// one, without waiting for votes, once it has counted
+    /// With measured progress, no round is shorter than this, and a round
+    /// also closes this long after the last one without waiting for votes,
+    /// once it has counted
     /// `progress_round_min` units (or after ten times as long): lock-
     /// intensive threads that use little CPU vote slowly, while the progress
     /// of the whole program is counted anyway. 0 turns it off.
