@@ -38,8 +38,14 @@ struct DemoReport {
     verdict: String,
 }
 
-/// The demo's columns: glibc, then corral without and with the policy.
-const POLICIES: [BenchPolicy; 3] = [BenchPolicy::Glibc, BenchPolicy::None, BenchPolicy::Lca];
+/// The demo's columns: glibc, then corral's `--lock` without and with the
+/// policy, then corral's default (lca over futex), what `corral run` does.
+const POLICIES: [BenchPolicy; 4] = [
+    BenchPolicy::Glibc,
+    BenchPolicy::None,
+    BenchPolicy::Lca,
+    BenchPolicy::Default,
+];
 
 /// Measures, then prints the table and the verdict (or the JSON document).
 pub(crate) fn run(args: DemoArgs) -> Result<(), CliError> {
@@ -48,7 +54,7 @@ pub(crate) fn run(args: DemoArgs) -> Result<(), CliError> {
         eprintln!(
             "corral demo: threads increment one mutex-protected counter (paper 1's single counter) in a \
              separate program, {} ms per point on {cpus} CPUs: glibc's mutex, corral's {} lock with \
-             --policy none, and with --policy lca",
+             --policy none, and with --policy lca, and `corral run`'s default (lca over futex)",
             args.duration_ms, args.lock
         );
     }
@@ -85,10 +91,11 @@ fn verdict(points: &[CounterPoint], threads: &[u32], cpus: usize, lock: Algorith
         return "no points measured".into();
     };
     let get = |n, p| throughput_of(points, n, p).unwrap_or(0.0);
-    let (none, lca, glibc) = (
+    let (none, lca, glibc, default) = (
         get(last, BenchPolicy::None),
         get(last, BenchPolicy::Lca),
         get(last, BenchPolicy::Glibc),
+        get(last, BenchPolicy::Default),
     );
     let single = get(first, BenchPolicy::Lca).max(get(first, BenchPolicy::None));
     let over = if last as usize > cpus {
@@ -99,10 +106,13 @@ fn verdict(points: &[CounterPoint], threads: &[u32], cpus: usize, lock: Algorith
     format!(
         "At {last} threads on {cpus} CPUs ({over}), corral's {lock} lock without a policy runs at {:.1}% of its \
          {first}-thread throughput, while --policy lca confines the lock-intensive threads and keeps {:.0}% \
-         ({:.0}x policy none, {:.2}x glibc's mutex).",
+         ({:.0}x policy none, {:.2}x glibc's mutex). corral's default (lca over futex) keeps {:.0}% of \
+         its own {first}-thread throughput, {:.2}x glibc's mutex.",
         100.0 * none / single.max(1.0),
         100.0 * lca / single.max(1.0),
         lca / none.max(1.0),
         lca / glibc.max(1.0),
+        100.0 * default / get(first, BenchPolicy::Default).max(1.0),
+        default / glibc.max(1.0),
     )
 }

@@ -23,7 +23,7 @@ pub(crate) struct BenchCounterArgs {
     /// Lock algorithm for policies `none` and `lca`.
     #[arg(long = "lock", value_name = "ALG", default_value = "ticket")]
     pub(crate) lock: Algorithm,
-    /// Policies: `glibc` (no corral), `none`, `lca`.
+    /// Policies: `glibc` (no corral), `none`, `lca`, `default` (`corral run` with no flags: lca over futex, whatever --lock says)
     #[arg(long = "policy", value_name = "LIST", default_value = "glibc,none,lca", value_parser = parse_policies)]
     pub(crate) policies: Policies,
     /// Length of each point.
@@ -49,6 +49,9 @@ pub(crate) enum BenchPolicy {
     None,
     /// corral's locks under the SSC policy.
     Lca,
+    /// `corral run` with no flags: policy lca with the default lock
+    /// (futex), whatever `--lock` names.
+    Default,
 }
 
 impl BenchPolicy {
@@ -58,6 +61,7 @@ impl BenchPolicy {
             BenchPolicy::Glibc => "glibc",
             BenchPolicy::None => "none",
             BenchPolicy::Lca => "lca",
+            BenchPolicy::Default => "default",
         }
     }
 }
@@ -73,8 +77,9 @@ fn parse_policies(s: &str) -> Result<Policies, String> {
             "glibc" => Ok(BenchPolicy::Glibc),
             "none" => Ok(BenchPolicy::None),
             "lca" => Ok(BenchPolicy::Lca),
+            "default" => Ok(BenchPolicy::Default),
             other => Err(format!(
-                "unknown policy '{other}'; allowed: glibc, none, lca"
+                "unknown policy '{other}'; allowed: glibc, none, lca, default"
             )),
         })
         .collect::<Result<Vec<_>, _>>()
@@ -136,19 +141,22 @@ pub(crate) fn measure(
             .iter()
             .map(|s| s.into())
             .collect();
-            let cfg = RuntimeConfig {
-                policy: if policy == BenchPolicy::Lca {
-                    Policy::Lca
-                } else {
-                    Policy::None
+            let cfg = match policy {
+                BenchPolicy::Default => RuntimeConfig::default(),
+                _ => RuntimeConfig {
+                    policy: if policy == BenchPolicy::Lca {
+                        Policy::Lca
+                    } else {
+                        Policy::None
+                    },
+                    lock,
+                    waiting: if policy == BenchPolicy::None {
+                        Waiting::Spin
+                    } else {
+                        Waiting::Park
+                    },
+                    ..RuntimeConfig::default()
                 },
-                lock,
-                waiting: if policy == BenchPolicy::None {
-                    Waiting::Spin
-                } else {
-                    Waiting::Park
-                },
-                ..RuntimeConfig::default()
             };
             let lib = (policy != BenchPolicy::Glibc).then_some(preload.as_path());
             let (outcome, stdout) = launch(&cfg, lib, &prog, None, Output::Capture)?;
@@ -170,12 +178,12 @@ pub(crate) fn measure(
                 lock: if policy == BenchPolicy::Glibc {
                     "pthread".into()
                 } else {
-                    lock.name().into()
+                    cfg.lock.name().into()
                 },
                 throughput: result.ops as f64 / result.seconds.max(1e-9),
                 ssc_bound: outcome
                     .stats
-                    .filter(|_| policy == BenchPolicy::Lca)
+                    .filter(|_| matches!(policy, BenchPolicy::Lca | BenchPolicy::Default))
                     .map(|s| s.ssc_bound),
             };
             if progress {
