@@ -5,6 +5,12 @@
 /// SCHED_OTHER (the fair class).
 pub const SCHED_OTHER: u32 = 0;
 
+/// EEVDF's bounds on a requested slice (kernel/sched/syscalls.c clamps
+/// `sched_runtime` to [0.1 ms, 100 ms]).
+pub const SLICE_MIN_NS: u64 = 100_000;
+/// See [`SLICE_MIN_NS`].
+pub const SLICE_MAX_NS: u64 = 100_000_000;
+
 /// The kernel's `struct sched_attr` (include/uapi/linux/sched/types.h),
 /// size `SCHED_ATTR_SIZE_VER1`.
 #[repr(C)]
