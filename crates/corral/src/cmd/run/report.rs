@@ -222,10 +222,11 @@ pub(crate) fn summary(r: &RunReport, stats: Option<&StatsSnapshot>) -> String {
         .map(|t| format!("{}:{:.1}%", t.tid, 100.0 * t.wait_share))
         .collect();
     let bound = stats.ssc_bound.to_string();
+    let policy = r.policies.clone().unwrap_or_else(|| r.policy.name().into());
     format!(
         "corral: policy {}, lock {}: {} threads locked, {} lock-intensive; SSC size {}; {} decisions; \
          highest wait shares {}",
-        r.policy.name(),
+        policy,
         r.lock,
         r.threads.len(),
         intensive,
