@@ -228,7 +228,8 @@ fn simulate(workload: &'static str, cores: u32, load_pct: u32) -> Result<SimRow,
     let mut w = corral_sim::presets::preset(workload)
         .ok_or_else(|| CliError(format!("no simulator preset {workload}")))?;
     w.tasks_per_core = load_pct / 100;
-    let cfg = corral_sim::SimConfig::new(cores, 2.0, 1);
+    // FF profiles first after its 1 s warm-up and 1 s period: 6 s leaves four.
+    let cfg = corral_sim::SimConfig::new(cores, 6.0, 1);
     let go = |name: &str| -> Result<corral_sim::SimResult, CliError> {
         let mut p = corral_sim::make_policy(name, cores).map_err(|e| CliError(e.to_string()))?;
         corral_sim::simulate(&cfg, &w, p.as_mut()).map_err(|e| CliError(e.to_string()))
