@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use corral_policy::faithful::FfParams;
 
-use super::{FfProgram, FfReport};
+use super::program::FfProgram;
+use super::report::FfReport;
 
 /// A running FF driver; [`FfDriver::finish`] stops it and returns the report.
 #[derive(Debug)]

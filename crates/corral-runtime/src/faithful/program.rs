@@ -3,6 +3,7 @@
 //! PMU exists), the controller's decision, the quantum applied to every
 //! thread and read back, and the period's context switches.
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 
 use corral_locks::sys::perf::{CacheEvent, Counter};
@@ -10,7 +11,7 @@ use corral_policy::faithful::{self, FaithfulController, FfParams, Profile};
 
 use super::apply::{self, ApplyError, SliceSupport};
 use super::procfs::{tree_tasks, CtxSwitches, Task};
-use super::{FfPeriod, FfProgramReport, MissSource};
+use super::report::{FfPeriod, FfProgramReport, MissSource};
 use crate::stats::StatsMap;
 
 /// A thread's two cache counters and their last readings.
@@ -156,13 +157,14 @@ impl FfProgram {
         let mut wait = 0;
         let mut seen = HashSet::new();
         for &pid in &pids {
-            if !self.stats.contains_key(&pid) {
-                match StatsMap::open(&crate::abi::stats_path(pid)) {
-                    Ok(m) => self.stats.insert(pid, m),
+            let map = match self.stats.entry(pid) {
+                Entry::Occupied(e) => e.into_mut(),
+                Entry::Vacant(v) => match StatsMap::open(&crate::abi::stats_path(pid)) {
+                    Ok(m) => v.insert(m),
                     Err(_) => continue, // not (yet) under corral's library
-                };
-            }
-            for t in self.stats[&pid].snapshot().threads {
+                },
+            };
+            for t in map.snapshot().threads {
                 let before = self.last_wait.insert(t.tid, t.wait_ns).unwrap_or(0);
                 wait += t.wait_ns.saturating_sub(before);
                 seen.insert(t.tid);
@@ -180,16 +182,15 @@ impl FfProgram {
         }
         let (mut refs, mut misses) = (0, 0);
         for t in tasks {
-            if !self.counters.contains_key(&t.tid) {
+            if let Entry::Vacant(v) = self.counters.entry(t.tid) {
                 let opened = Counter::open(t.tid, CacheEvent::References)
                     .and_then(|r| Ok((r, Counter::open(t.tid, CacheEvent::Misses)?)));
                 if let Ok((refs, misses)) = opened {
-                    let c = CacheCounters {
+                    v.insert(CacheCounters {
                         refs,
                         misses,
                         last: (0, 0),
-                    };
-                    self.counters.insert(t.tid, c);
+                    });
                 }
             }
             if let Some(c) = self.counters.get_mut(&t.tid) {

@@ -273,8 +273,8 @@ fn parse_loads(s: &str) -> Result<Vec<u32>, CliError> {
         .collect()
 }
 
-/// Runs the bench and prints the tables (or the JSON document).
-pub(crate) fn run(args: BenchFfArgs) -> Result<(), CliError> {
+/// Runs the bench; the caller prints the report (`args.json`: as JSON).
+pub(crate) fn run(args: &BenchFfArgs) -> Result<BenchFfReport, CliError> {
     let apps = parse_apps(&args.apps)?;
     let loads = parse_loads(&args.loads_pct)?;
     for app in &apps {
@@ -343,18 +343,12 @@ pub(crate) fn run(args: BenchFfArgs) -> Result<(), CliError> {
     }
     notes.sort();
     notes.dedup();
-    let report = BenchFfReport {
+    Ok(BenchFfReport {
         cores,
         period_ms: args.ff_period_ms,
         notes,
         rows,
         pairs,
         sim,
-    };
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print!("{}", super::ff_table::render(&report));
-    }
-    Ok(())
+    })
 }

@@ -50,7 +50,15 @@ pub(crate) fn run(cmd: BenchCommand) -> Result<(), CliError> {
         BenchCommand::Kernel(args) => kernel::run(args),
         BenchCommand::Counter(args) => counter::run(args),
         BenchCommand::Apps(args) => apps::run(args),
-        BenchCommand::Ff(args) => ff::run(args),
+        BenchCommand::Ff(args) => {
+            let report = ff::run(&args)?;
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                print!("{}", ff_table::render(&report));
+            }
+            Ok(())
+        }
         BenchCommand::Worker(args) => worker::run(args),
     }
 }
