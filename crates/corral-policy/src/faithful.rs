@@ -114,6 +114,37 @@ pub fn scaling_factor(miss_ratio: f64, lock_contention: f64) -> f64 {
     1.0 - unit(miss_ratio).max(unit(lock_contention))
 }
 
+/// An application's lock contention over one monitoring period: the share
+/// of its threads' time spent waiting for user locks (paper 4, Sec. III-A;
+/// prstat's LCK averaged over the threads), `wait_ns` summed over the
+/// threads against `thread_ns`, the time those threads were alive in the
+/// period. Clamped to [0, 1]; 0 with no thread time.
+#[inline]
+pub fn lock_contention(wait_ns: Nanos, thread_ns: Nanos) -> f64 {
+    if thread_ns == 0 {
+        return 0.0;
+    }
+    (wait_ns as f64 / thread_ns as f64).min(1.0)
+}
+
+/// Last-level cache miss ratio, misses over references; `None` when
+/// nothing was referenced (no ratio, which is not a ratio of 0).
+#[inline]
+pub fn miss_ratio(misses: u64, references: u64) -> Option<f64> {
+    (references > 0).then(|| (misses as f64 / references as f64).min(1.0))
+}
+
+/// One monitoring period's profile of a whole application (paper 4,
+/// Alg. 1's `Profile`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Profile {
+    /// LLC miss ratio; `None` where it cannot be measured (no PMU): the
+    /// factor is then 1 - lock contention, and the driver says so.
+    pub miss_ratio: Option<f64>,
+    /// Share of thread time spent waiting for locks ([`lock_contention`]).
+    pub lock_contention: f64,
+}
+
 /// Table lookup at the table's 0.01 resolution, so that 0.10 and 0.11 land
 /// in different rows exactly as printed.
 #[inline]
@@ -152,6 +183,13 @@ impl FaithfulController {
     /// Quantum in force, if any observation has been made.
     pub fn quantum_ms(&self) -> Option<u32> {
         self.in_force.map(|(_, q)| q)
+    }
+
+    /// [`FaithfulController::observe`] for a [`Profile`]: an unmeasured
+    /// miss ratio leaves lock contention alone in eq. 1.
+    #[inline]
+    pub fn observe_profile(&mut self, p: &Profile) -> FfDecision {
+        self.observe(p.miss_ratio.unwrap_or(0.0), p.lock_contention)
     }
 
     /// One monitoring period's profile of the whole application. The quantum

@@ -95,3 +95,27 @@ fn range_is_a_parameter() {
     assert!(!ff.observe(0.0, 0.49).changed);
     assert_eq!(FfParams::default().monitoring_period_ns, 1_000_000_000);
 }
+
+#[test]
+fn contention_and_miss_ratio_are_shares_or_nothing() {
+    use corral_policy::faithful::{lock_contention, miss_ratio, Profile};
+    assert_eq!(lock_contention(0, 0), 0.0);
+    assert_eq!(lock_contention(840, 1000), 0.84);
+    // Parked waiters of several threads: never above the whole.
+    assert_eq!(lock_contention(5000, 1000), 1.0);
+    assert_eq!(miss_ratio(5, 0), None);
+    assert_eq!(miss_ratio(30, 100), Some(0.3));
+    // No PMU: the factor is lock contention's alone.
+    let mut ff = FaithfulController::default();
+    let d = ff.observe_profile(&Profile {
+        miss_ratio: None,
+        lock_contention: 0.84,
+    });
+    assert_eq!(d.quantum_ms, 200);
+    let mut ff = FaithfulController::default();
+    let d = ff.observe_profile(&Profile {
+        miss_ratio: Some(0.95),
+        lock_contention: 0.1,
+    });
+    assert_eq!(d.quantum_ms, 250);
+}

@@ -6,3 +6,7 @@ pub mod clock;
 pub mod futex;
 #[cfg(all(loom, target_os = "linux"))]
 pub mod futex_model;
+#[cfg(target_os = "linux")]
+pub mod perf;
+#[cfg(target_os = "linux")]
+pub mod sched;

@@ -3,8 +3,8 @@
 //! and under `corral run --lock ALG` for every algorithm, at several thread
 //! counts, side by side in one invocation. The table users judge corral by.
 
-mod catalog;
-mod fixture;
+pub(crate) mod catalog;
+pub(crate) mod fixture;
 mod report;
 
 use std::os::unix::process::ExitStatusExt;

@@ -3,6 +3,8 @@
 
 mod apps;
 pub(crate) mod counter;
+mod ff;
+mod ff_table;
 mod kernel;
 mod lockbench;
 mod locks;
@@ -29,6 +31,12 @@ pub(crate) enum BenchCommand {
     /// corral is judged by.
     #[command(allow_negative_numbers = true)]
     Apps(apps::BenchAppsArgs),
+    /// Paper 4's faithful scheduling on real programs at 100/150/200% load:
+    /// FF against the default scheduler, also two programs at once;
+    /// throughput, context switches, the quantum chosen; the simulator's
+    /// `faithful` on the same loads.
+    #[command(allow_negative_numbers = true)]
+    Ff(ff::BenchFfArgs),
     /// The program `bench counter` runs (internal).
     #[command(hide = true)]
     #[command(allow_negative_numbers = true)]
@@ -42,6 +50,15 @@ pub(crate) fn run(cmd: BenchCommand) -> Result<(), CliError> {
         BenchCommand::Kernel(args) => kernel::run(args),
         BenchCommand::Counter(args) => counter::run(args),
         BenchCommand::Apps(args) => apps::run(args),
+        BenchCommand::Ff(args) => {
+            let report = ff::run(&args)?;
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                print!("{}", ff_table::render(&report));
+            }
+            Ok(())
+        }
         BenchCommand::Worker(args) => worker::run(args),
     }
 }

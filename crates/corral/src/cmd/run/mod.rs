@@ -10,22 +10,31 @@ use std::path::PathBuf;
 use corral_locks::Algorithm;
 use corral_runtime::config::{self, Policy, RuntimeConfig};
 use corral_runtime::events::for_each_event;
+use corral_runtime::faithful::FfDriver;
+use corral_runtime::policies::PolicySet;
 
 use super::kernel_opts::{prepare, KernelOptions};
 use super::launch::{find_preload, launch_observed, resolve_program, Output};
 use super::signals::{exit_code, exit_like};
 use crate::CliError;
-use report::{build_report, summary, LogSummary};
+use report::{build_report, ff_summary, summary, LogSummary};
 
 /// Arguments of `corral run`.
 #[derive(clap::Args)]
 pub(crate) struct RunArgs {
     /// `lca` confines lock-intensive threads to the SSC; `none` keeps
-    /// corral's locks and measurement without confinement (the control).
+    /// corral's locks and measurement without confinement (the control);
+    /// `ff` (paper 4's faithful scheduling) gives every thread of PROG and
+    /// its children one nice value and one quantum (EEVDF slice) chosen
+    /// from its scaling factor each --ff-period-ms; `lca,ff` does both.
     /// Default: `lca`, or `none` with --kernel-locks (whose monitor then
     /// does the placing).
-    #[arg(long)]
-    pub(crate) policy: Option<Policy>,
+    #[arg(long, value_name = "none|lca|ff|lca,ff")]
+    pub(crate) policy: Option<PolicySet>,
+    /// FF's monitoring period in milliseconds (paper 4: 1,000).
+    #[arg(long, value_name = "MS", default_value_t = 1000,
+          value_parser = clap::value_parser!(u64).range(10..=3_600_000))]
+    pub(crate) ff_period_ms: u64,
     /// Lock algorithm replacing pthread mutexes. The default, `futex`, puts
     /// waiters to sleep in the kernel; the spin locks (ticket, mcs, ...)
     /// are there to study and reproduce collapse.
@@ -138,7 +147,7 @@ impl RunArgs {
             Policy::Lca
         };
         let base = RuntimeConfig {
-            policy: self.policy.unwrap_or(default_policy),
+            policy: self.policy.map_or(default_policy, |p| p.placement),
             lock: self.lock,
             ..RuntimeConfig::default()
         }
@@ -214,6 +223,8 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
     } else {
         None
     };
+    let faithful = args.policy.is_some_and(|p| p.faithful);
+    let ff = std::cell::RefCell::new(None);
     let (outcome, _) = launch_observed(
         &cfg,
         Some(&preload),
@@ -224,8 +235,12 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
             if let Some(k) = &kernel {
                 k.spawned(pid);
             }
+            if faithful {
+                *ff.borrow_mut() = start_ff(pid, args.ff_period_ms, args.quiet);
+            }
         },
     )?;
+    let ff_report = ff.into_inner().map(FfDriver::finish);
     let kernel_report = kernel.map(|k| k.finish());
     let code = exit_code(outcome.status);
     let mut log = LogSummary::default();
@@ -240,8 +255,13 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
     }
     let mut report = build_report(&cfg, code, outcome.stats.as_ref(), log);
     report.kernel = kernel_report;
+    report.policies = args.policy.map(|p| p.name());
+    report.ff = ff_report;
     if !args.quiet {
         eprintln!("{}", summary(&report, outcome.stats.as_ref()));
+        for line in report.ff.as_ref().map(ff_summary).unwrap_or_default() {
+            eprintln!("{line}");
+        }
     }
     if let (Some(mut file), Some(path)) = (report_file, &args.report) {
         use std::io::Write;
@@ -252,6 +272,25 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
         }
     }
     exit_like(outcome.status);
+}
+
+/// Starts FF over PROG (`pid`) and its children; its notices (no PMU,
+/// slice refused) go to stderr after the first period unless `quiet`. A
+/// driver that cannot start costs one line; PROG runs on.
+fn start_ff(pid: i32, period_ms: u64, quiet: bool) -> Option<FfDriver> {
+    let params = corral_policy::faithful::FfParams {
+        monitoring_period_ns: period_ms * 1_000_000,
+        ..Default::default()
+    };
+    FfDriver::start(params, vec![pid], move |lines| {
+        if !quiet {
+            for l in lines {
+                eprintln!("{l}");
+            }
+        }
+    })
+    .map_err(|e| eprintln!("corral: ff: cannot start its thread ({e}); PROG runs without FF"))
+    .ok()
 }
 
 #[cfg(test)]

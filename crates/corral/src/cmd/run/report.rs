@@ -4,6 +4,7 @@
 use corral_locks::Algorithm;
 use corral_runtime::config::{Policy, RuntimeConfig};
 use corral_runtime::events::Event;
+use corral_runtime::faithful::FfReport;
 use corral_runtime::kernel::KernelReport;
 use corral_runtime::stats::StatsSnapshot;
 use serde::Serialize;
@@ -101,6 +102,13 @@ pub(crate) struct RunReport {
     /// SSC decisions and the affinity applied (read back).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) kernel: Option<KernelReport>,
+    /// `--policy` as given (`lca,ff`), when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) policies: Option<String>,
+    /// With `--policy ff`: per program and period, the scaling factor, the
+    /// quantum chosen and read back, and the context switches.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) ff: Option<FfReport>,
 }
 
 /// The decision log folded event by event (never held whole).
@@ -207,6 +215,8 @@ pub(crate) fn build_report(
         settle: Settle::of(&progress),
         progress,
         kernel: None,
+        policies: None,
+        ff: None,
     }
 }
 
@@ -245,10 +255,11 @@ pub(crate) fn summary(r: &RunReport, stats: Option<&StatsSnapshot>) -> String {
             s.settled_attempts_per_ms, s.settle_ms
         )
     });
+    let policy = r.policies.clone().unwrap_or_else(|| r.policy.name().into());
     format!(
         "corral: policy {}, lock {}: {} threads locked, {} lock-intensive; SSC size {}; {} decisions; \
          highest wait shares {}{settle}",
-        r.policy.name(),
+        policy,
         r.lock,
         r.threads.len(),
         intensive,
@@ -256,4 +267,46 @@ pub(crate) fn summary(r: &RunReport, stats: Option<&StatsSnapshot>) -> String {
         r.decision_count,
         if shares.is_empty() { "-".to_string() } else { shares.join(" ") }
     )
+}
+
+/// FF's summary line: periods, the factor and quantum over them, the slice
+/// read back and the context switches.
+pub(crate) fn ff_summary(ff: &FfReport) -> Vec<String> {
+    ff.programs
+        .iter()
+        .map(|p| {
+            let Some(last) = p.periods.last() else {
+                return format!(
+                    "corral: ff: PROG {} ended within the first {} ms period: no quantum applied",
+                    p.root, ff.period_ms
+                );
+            };
+            let quanta: Vec<String> = p
+                .periods
+                .iter()
+                .filter(|x| x.changed)
+                .map(|x| format!("{} ms (factor {:.2})", x.quantum_ms, x.scaling_factor))
+                .collect();
+            let (vol, invol) = p
+                .periods
+                .iter()
+                .fold((0, 0), |(v, i), x| (v + x.voluntary, i + x.involuntary));
+            let slice = last
+                .slice_ns
+                .map_or("-".to_string(), |s| format!("{:.1} ms", s as f64 / 1e6));
+            format!(
+                "corral: ff: {} periods of {} ms, nice {}; quantum {}; slice read back {} on {}/{} \
+                 threads; context switches {} voluntary, {} involuntary",
+                p.periods.len(),
+                ff.period_ms,
+                p.nice,
+                quanta.join(" -> "),
+                slice,
+                last.threads_at_slice,
+                last.threads,
+                vol,
+                invol
+            )
+        })
+        .collect()
 }

@@ -1,0 +1,218 @@
+//! One program under FF: each period its profile (lock contention from
+//! corral's stats files, the miss ratio from per-thread counters where a
+//! PMU exists), the controller's decision, the quantum applied to every
+//! thread and read back, and the period's context switches.
+
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
+
+use corral_locks::sys::perf::{CacheEvent, Counter};
+use corral_policy::faithful::{self, FaithfulController, FfParams, Profile};
+
+use super::apply::{self, ApplyError, SliceSupport};
+use super::procfs::{tree_tasks, CtxSwitches, Task};
+use super::report::{FfPeriod, FfProgramReport, MissSource};
+use crate::stats::StatsMap;
+
+/// A thread's two cache counters and their last readings.
+#[derive(Debug)]
+struct CacheCounters {
+    refs: Counter,
+    misses: Counter,
+    last: (u64, u64),
+}
+
+/// FF's state for one program (a root process and its descendants).
+#[derive(Debug)]
+pub struct FfProgram {
+    root: i32,
+    nice: i32,
+    ctrl: FaithfulController,
+    slice: SliceSupport,
+    miss: MissSource,
+    stats: HashMap<i32, StatsMap>,
+    last_wait: HashMap<i32, u64>,
+    last_ctx: HashMap<i32, CtxSwitches>,
+    counters: HashMap<i32, CacheCounters>,
+    periods: Vec<FfPeriod>,
+}
+
+impl FfProgram {
+    /// FF for the program rooted at `root`; every thread will get `root`'s
+    /// nice value as it is now. Probes the PMU once.
+    pub fn new(root: i32, params: FfParams) -> Self {
+        let nice = corral_locks::sys::sched::nice_of(root).unwrap_or(0);
+        let miss = match Counter::open(root, CacheEvent::References) {
+            Ok(_) => MissSource::Measured,
+            Err(errno) => MissSource::Unavailable { errno },
+        };
+        FfProgram {
+            root,
+            nice,
+            ctrl: FaithfulController::new(params),
+            slice: SliceSupport::Untried,
+            miss,
+            stats: HashMap::new(),
+            last_wait: HashMap::new(),
+            last_ctx: HashMap::new(),
+            counters: HashMap::new(),
+            periods: Vec::new(),
+        }
+    }
+
+    /// How the kernel met the slice so far.
+    pub fn slice_support(&self) -> SliceSupport {
+        self.slice
+    }
+
+    /// Whether the miss ratio is measured.
+    pub fn miss_source(&self) -> MissSource {
+        self.miss
+    }
+
+    /// One monitoring period of `period_ns` ending at `t_ms`: measures the
+    /// profile, then [`FfProgram::period_with`] it.
+    pub fn period(&mut self, t_ms: f64, period_ns: u64) -> &FfPeriod {
+        let tasks = tree_tasks(self.root);
+        let wait = self.lock_wait(&tasks);
+        let thread_ns = period_ns.saturating_mul(tasks.len() as u64);
+        let profile = Profile {
+            miss_ratio: self.miss_ratio(&tasks),
+            lock_contention: faithful::lock_contention(wait, thread_ns),
+        };
+        self.period_with(t_ms, &tasks, profile)
+    }
+
+    /// A period with a given profile (measured, or synthetic in tests):
+    /// the decision, applied to every thread of `tasks` that does not hold
+    /// it yet, read back, and recorded with the period's context switches.
+    pub fn period_with(&mut self, t_ms: f64, tasks: &[Task], profile: Profile) -> &FfPeriod {
+        let d = self.ctrl.observe_profile(&profile);
+        let want_ns = u64::from(d.quantum_ms) * 1_000_000;
+        let mut applied = 0;
+        let mut at_slice = 0;
+        let mut slice_ns = None;
+        let mut ctx = CtxSwitches::default();
+        for &task in tasks {
+            let held = apply::read_back(task.tid);
+            let expect = want_ns.clamp(
+                corral_locks::sys::sched::SLICE_MIN_NS,
+                corral_locks::sys::sched::SLICE_MAX_NS,
+            );
+            // Where the slice does not take, the nice value still does.
+            let slices_work = matches!(self.slice, SliceSupport::Untried | SliceSupport::Applied);
+            let holds =
+                held.is_some_and(|h| h.nice == self.nice && (!slices_work || h.slice_ns == expect));
+            let now = if holds {
+                held.ok_or(ApplyError::Gone)
+            } else if slices_work {
+                applied += 1;
+                let r = apply::apply(task.tid, self.nice, want_ns);
+                if self.slice == SliceSupport::Untried {
+                    self.slice = SliceSupport::judge(want_ns, r);
+                }
+                r
+            } else {
+                applied += 1;
+                let _ = corral_locks::sys::sched::set_nice(task.tid, self.nice);
+                apply::read_back(task.tid).ok_or(ApplyError::Gone)
+            };
+            if let Ok(a) = now {
+                slice_ns = Some(slice_ns.map_or(a.slice_ns, |s: u64| s.max(a.slice_ns)));
+                at_slice += u32::from(a.slice_ns == expect);
+            }
+            if let Some(c) = CtxSwitches::of(task) {
+                let before = self.last_ctx.insert(task.tid, c).unwrap_or_default();
+                ctx = ctx.plus(c.since(before));
+            }
+        }
+        let live: HashSet<i32> = tasks.iter().map(|t| t.tid).collect();
+        self.last_ctx.retain(|tid, _| live.contains(tid));
+        self.periods.push(FfPeriod {
+            t_ms,
+            threads: tasks.len() as u32,
+            lock_contention: profile.lock_contention,
+            miss_ratio: profile.miss_ratio,
+            observed_factor: faithful::scaling_factor(
+                profile.miss_ratio.unwrap_or(0.0),
+                profile.lock_contention,
+            ),
+            scaling_factor: d.scaling_factor,
+            quantum_ms: d.quantum_ms,
+            changed: d.changed,
+            applied,
+            slice_ns,
+            threads_at_slice: at_slice,
+            voluntary: ctx.voluntary,
+            involuntary: ctx.involuntary,
+        });
+        self.periods.last().expect("just pushed")
+    }
+
+    /// Lock waiting since the last period, summed over the threads of
+    /// every process of the program that publishes corral's stats.
+    fn lock_wait(&mut self, tasks: &[Task]) -> u64 {
+        let pids: HashSet<i32> = tasks.iter().map(|t| t.pid).collect();
+        self.stats.retain(|pid, _| pids.contains(pid));
+        let mut wait = 0;
+        let mut seen = HashSet::new();
+        for &pid in &pids {
+            let map = match self.stats.entry(pid) {
+                Entry::Occupied(e) => e.into_mut(),
+                Entry::Vacant(v) => match StatsMap::open(&crate::abi::stats_path(pid)) {
+                    Ok(m) => v.insert(m),
+                    Err(_) => continue, // not (yet) under corral's library
+                },
+            };
+            for t in map.snapshot().threads {
+                let before = self.last_wait.insert(t.tid, t.wait_ns).unwrap_or(0);
+                wait += t.wait_ns.saturating_sub(before);
+                seen.insert(t.tid);
+            }
+        }
+        self.last_wait.retain(|tid, _| seen.contains(tid));
+        wait
+    }
+
+    /// LLC misses over references since the last period, where a PMU
+    /// counts; counters open on each thread's first sight.
+    fn miss_ratio(&mut self, tasks: &[Task]) -> Option<f64> {
+        if self.miss != MissSource::Measured {
+            return None;
+        }
+        let (mut refs, mut misses) = (0, 0);
+        for t in tasks {
+            if let Entry::Vacant(v) = self.counters.entry(t.tid) {
+                let opened = Counter::open(t.tid, CacheEvent::References)
+                    .and_then(|r| Ok((r, Counter::open(t.tid, CacheEvent::Misses)?)));
+                if let Ok((refs, misses)) = opened {
+                    v.insert(CacheCounters {
+                        refs,
+                        misses,
+                        last: (0, 0),
+                    });
+                }
+            }
+            if let Some(c) = self.counters.get_mut(&t.tid) {
+                let now = (c.refs.read().unwrap_or(0), c.misses.read().unwrap_or(0));
+                refs += now.0.saturating_sub(c.last.0);
+                misses += now.1.saturating_sub(c.last.1);
+                c.last = now;
+            }
+        }
+        let live: HashSet<i32> = tasks.iter().map(|t| t.tid).collect();
+        self.counters.retain(|tid, _| live.contains(tid));
+        faithful::miss_ratio(misses, refs)
+    }
+
+    /// The program's report so far.
+    pub fn report(&self) -> FfProgramReport {
+        FfProgramReport {
+            root: self.root,
+            nice: self.nice,
+            slice: self.slice,
+            miss: self.miss,
+            periods: self.periods.clone(),
+        }
+    }
+}

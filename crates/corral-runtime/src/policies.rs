@@ -1,0 +1,105 @@
+//! `--policy`'s value: a placement policy (none or lca) and, with `ff`,
+//! faithful scheduling beside it. They act on different knobs (affinity;
+//! nice and slice), so they compose.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::Serialize;
+
+use crate::config::Policy;
+
+/// The policies `corral run` applies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct PolicySet {
+    /// What the preload's monitor does: `none` (measure only) or `lca`.
+    pub placement: Policy,
+    /// Paper 4's FF: one nice value and one quantum for every thread.
+    pub faithful: bool,
+}
+
+impl PolicySet {
+    /// The set's name as `--policy` takes it: `lca`, `none`, `ff`, `lca,ff`.
+    pub fn name(self) -> String {
+        match (self.placement, self.faithful) {
+            (p, false) => p.name().to_string(),
+            (Policy::None, true) => "ff".to_string(),
+            (p, true) => format!("{},ff", p.name()),
+        }
+    }
+}
+
+impl fmt::Display for PolicySet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+/// A `--policy` value that names no policy set.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownPolicySet(pub String);
+
+impl fmt::Display for UnknownPolicySet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown policy '{}'; allowed: none, lca, ff, lca,ff",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for UnknownPolicySet {}
+
+impl FromStr for PolicySet {
+    type Err = UnknownPolicySet;
+
+    /// Comma-separated names, each once: at most one of `none` and `lca`,
+    /// and `ff`. `ff` alone measures with placement `none`.
+    fn from_str(s: &str) -> Result<Self, UnknownPolicySet> {
+        let bad = || UnknownPolicySet(s.to_owned());
+        let mut placement = None;
+        let mut faithful = false;
+        for name in s.split(',').map(str::trim) {
+            match name {
+                "ff" if !faithful => faithful = true,
+                _ if placement.is_none() => placement = Some(name.parse().map_err(|_| bad())?),
+                _ => return Err(bad()),
+            }
+        }
+        Ok(PolicySet {
+            placement: placement.unwrap_or(Policy::None),
+            faithful,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_each_set_and_refuses_the_rest() {
+        let p = |s: &str| s.parse::<PolicySet>();
+        assert_eq!(
+            p("lca").unwrap(),
+            PolicySet {
+                placement: Policy::Lca,
+                faithful: false
+            }
+        );
+        assert_eq!(
+            p("ff").unwrap(),
+            PolicySet {
+                placement: Policy::None,
+                faithful: true
+            }
+        );
+        assert_eq!(p("lca,ff").unwrap(), p("ff,lca").unwrap());
+        assert_eq!(p("lca,ff").unwrap().name(), "lca,ff");
+        for bad in ["", "ff,ff", "lca,none", "fast", "lca,,ff"] {
+            let e = p(bad).unwrap_err();
+            assert!(e.to_string().contains("lca,ff"), "{bad}: {e}");
+        }
+    }
+}

@@ -1,0 +1,354 @@
+//! `corral bench ff`: paper 4's setting on real programs. Each program at
+//! 100%, 150% and 200% load (threads / cores) under the default scheduler
+//! and under FF (`corral run --policy ff`), and two programs at once (paper
+//! 4 Fig. 11); throughput, context switches, the quantum FF chose; the
+//! simulator's `faithful` policy on the same loads beside it.
+
+use std::path::Path;
+
+use corral_policy::faithful::FfParams;
+use corral_runtime::config::{Policy, RuntimeConfig};
+use corral_runtime::faithful::{FfDriver, FfReport};
+use serde::Serialize;
+
+use super::apps::catalog::App;
+use super::apps::fixture::Fixture;
+use crate::cmd::launch::{find_preload, launch_observed, resolve_program, Output};
+use crate::CliError;
+
+/// Arguments of `corral bench ff`.
+#[derive(clap::Args)]
+pub(crate) struct BenchFfArgs {
+    /// Programs, comma-separated (as `bench apps --apps`).
+    #[arg(
+        long,
+        value_name = "LIST",
+        default_value = "sysbench-mutex,sysbench-threads,stress-ng-mutex,pigz"
+    )]
+    pub(crate) apps: String,
+    /// Loads in percent of the cores, comma-separated.
+    #[arg(long, value_name = "PCT,...", default_value = "100,150,200")]
+    pub(crate) loads_pct: String,
+    /// Length each default-scheduler run is sized to, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 4000)]
+    pub(crate) run_ms: u64,
+    /// FF's monitoring period in milliseconds (paper 4: 1,000).
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    pub(crate) ff_period_ms: u64,
+    /// Print the JSON document instead of the tables.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// One program's run.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Run {
+    /// Work per second in the program's own unit.
+    pub(crate) throughput: f64,
+    /// Voluntary context switches of the program and its children.
+    pub(crate) voluntary: u64,
+    /// Involuntary context switches.
+    pub(crate) involuntary: u64,
+    /// FF's quantum in force at the end (Table I), ms; `None` by default.
+    pub(crate) quantum_ms: Option<u32>,
+    /// The slice read back from its threads at the end, ns.
+    pub(crate) slice_ns: Option<u64>,
+    /// The last period's lock contention.
+    pub(crate) lock_contention: Option<f64>,
+}
+
+/// One program at one load, default against FF.
+#[derive(Debug, Serialize)]
+pub(crate) struct Row {
+    pub(crate) app: &'static str,
+    pub(crate) unit: &'static str,
+    pub(crate) load_pct: u32,
+    pub(crate) threads: u32,
+    pub(crate) default: Run,
+    pub(crate) ff: Run,
+}
+
+/// Two programs at once (each at 100%: 200% in all).
+#[derive(Debug, Serialize)]
+pub(crate) struct Pair {
+    pub(crate) apps: [&'static str; 2],
+    pub(crate) default: [Run; 2],
+    pub(crate) ff: [Run; 2],
+    /// Involuntary switches of both, default then FF (rusage is per parent).
+    pub(crate) involuntary: [u64; 2],
+}
+
+/// The simulator's `faithful` against `default` at one shape.
+#[derive(Debug, Serialize)]
+pub(crate) struct SimRow {
+    pub(crate) workload: &'static str,
+    pub(crate) cores: u32,
+    pub(crate) load_pct: u32,
+    pub(crate) default_throughput: f64,
+    pub(crate) ff_throughput: f64,
+    pub(crate) default_switches: u64,
+    pub(crate) ff_switches: u64,
+}
+
+/// The JSON document.
+#[derive(Debug, Serialize)]
+pub(crate) struct BenchFfReport {
+    pub(crate) cores: u32,
+    pub(crate) period_ms: u64,
+    pub(crate) notes: Vec<String>,
+    pub(crate) rows: Vec<Row>,
+    pub(crate) pairs: Vec<Pair>,
+    pub(crate) sim: Vec<SimRow>,
+}
+
+/// (voluntary, involuntary) switches of this process's reaped children.
+fn children_switches() -> (u64, u64) {
+    // SAFETY: a zeroed rusage is valid, and getrusage only writes into it.
+    let ru = unsafe {
+        let mut ru: libc::rusage = core::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru);
+        ru
+    };
+    (ru.ru_nvcsw as u64, ru.ru_nivcsw as u64)
+}
+
+/// The thread (or stress-ng instance) count for `threads` threads.
+fn count_arg(app: App, threads: u32) -> u32 {
+    match app {
+        App::StressNgMutex => (threads / 2).max(1),
+        _ => threads,
+    }
+}
+
+/// Runs `app` once under corral's library (policy none), with FF on it
+/// when `ff`. Its switches are the reaped children's: alone, its own.
+fn run_one(
+    fx: &Fixture,
+    lib: &Path,
+    app: App,
+    threads: u32,
+    work: u64,
+    ff: Option<FfParams>,
+) -> Result<(Run, Option<FfReport>), CliError> {
+    if app == App::StressNgMutex {
+        let _ = std::fs::remove_file(fx.stress_yaml());
+    }
+    let cfg = RuntimeConfig {
+        policy: Policy::None,
+        ..RuntimeConfig::default()
+    };
+    let argv = app.argv(fx, count_arg(app, threads), work);
+    let out = if app.reads_stdout() {
+        Output::Capture
+    } else {
+        Output::Null
+    };
+    let driver = std::cell::RefCell::new(None);
+    let before = children_switches();
+    let (outcome, stdout) = launch_observed(&cfg, Some(lib), &argv, None, out, &|pid| {
+        if let Some(p) = ff {
+            *driver.borrow_mut() = FfDriver::start(p, vec![pid], |_| {}).ok();
+        }
+    })?;
+    let after = children_switches();
+    let report = driver.into_inner().map(FfDriver::finish);
+    let done = app
+        .done(
+            fx,
+            outcome.status,
+            &stdout,
+            count_arg(app, threads),
+            work,
+            outcome.wall.as_secs_f64(),
+        )
+        .map_err(|e| CliError(format!("{} at {threads} threads: {e}", app.name())))?;
+    let last = report
+        .as_ref()
+        .and_then(|r| r.programs.first())
+        .and_then(|p| p.periods.last());
+    Ok((
+        Run {
+            throughput: done.units / done.seconds.max(1e-9),
+            voluntary: after.0.saturating_sub(before.0),
+            involuntary: after.1.saturating_sub(before.1),
+            quantum_ms: last.map(|l| l.quantum_ms),
+            slice_ns: last.and_then(|l| l.slice_ns),
+            lock_contention: last.map(|l| l.lock_contention),
+        },
+        report,
+    ))
+}
+
+/// Work sized so that the default run takes about `run_ms`.
+fn calibrate(
+    fx: &Fixture,
+    lib: &Path,
+    app: App,
+    threads: u32,
+    run_ms: u64,
+) -> Result<u64, CliError> {
+    let mut work = app.first_work(count_arg(app, threads));
+    for _ in 0..6 {
+        let t0 = std::time::Instant::now();
+        run_one(fx, lib, app, threads, work, None)?;
+        let scale = run_ms as f64 / 1e3 / t0.elapsed().as_secs_f64().max(1e-3);
+        if scale <= 4.0 {
+            return Ok(((work as f64 * scale).round() as u64).max(1));
+        }
+        work = (work as f64 * (scale / 2.0).min(64.0)).ceil() as u64;
+    }
+    Ok(work)
+}
+
+/// Two programs at once, each with its own FF when `ff`.
+fn run_pair(
+    fx: &Fixture,
+    lib: &Path,
+    apps: [(App, u64); 2],
+    threads: u32,
+    ff: Option<FfParams>,
+) -> Result<([Run; 2], u64), CliError> {
+    let before = children_switches();
+    let (a, b) = std::thread::scope(|s| {
+        let other = s.spawn(|| run_one(fx, lib, apps[1].0, threads, apps[1].1, ff));
+        let first = run_one(fx, lib, apps[0].0, threads, apps[0].1, ff);
+        (
+            first,
+            other
+                .join()
+                .unwrap_or_else(|_| Err(CliError("pair run panicked".into()))),
+        )
+    });
+    let after = children_switches();
+    Ok(([a?.0, b?.0], after.1.saturating_sub(before.1)))
+}
+
+/// The simulator on the same loads (whole tasks per core: 100% and 200%).
+fn simulate(workload: &'static str, cores: u32, load_pct: u32) -> Result<SimRow, CliError> {
+    let mut w = corral_sim::presets::preset(workload)
+        .ok_or_else(|| CliError(format!("no simulator preset {workload}")))?;
+    w.tasks_per_core = load_pct / 100;
+    // FF profiles first after its 1 s warm-up and 1 s period: 6 s leaves four.
+    let cfg = corral_sim::SimConfig::new(cores, 6.0, 1);
+    let go = |name: &str| -> Result<corral_sim::SimResult, CliError> {
+        let mut p = corral_sim::make_policy(name, cores).map_err(|e| CliError(e.to_string()))?;
+        corral_sim::simulate(&cfg, &w, p.as_mut()).map_err(|e| CliError(e.to_string()))
+    };
+    let (d, f) = (go("default")?, go("faithful")?);
+    Ok(SimRow {
+        workload,
+        cores,
+        load_pct,
+        default_throughput: d.throughput,
+        ff_throughput: f.throughput,
+        default_switches: d.context_switches,
+        ff_switches: f.context_switches,
+    })
+}
+
+fn parse_apps(s: &str) -> Result<Vec<App>, CliError> {
+    s.split(',')
+        .map(|n| {
+            App::ALL
+                .into_iter()
+                .find(|a| a.name() == n.trim())
+                .ok_or_else(|| {
+                    let all: Vec<&str> = App::ALL.iter().map(|a| a.name()).collect();
+                    CliError::bad_value("--apps", n, &format!("expected one of {}", all.join(", ")))
+                })
+        })
+        .collect()
+}
+
+fn parse_loads(s: &str) -> Result<Vec<u32>, CliError> {
+    s.split(',')
+        .map(|n| match n.trim().parse::<u32>() {
+            Ok(v) if (1..=1000).contains(&v) => Ok(v),
+            _ => Err(CliError::bad_value(
+                "--loads-pct",
+                n,
+                "expected percents in 1..=1000",
+            )),
+        })
+        .collect()
+}
+
+/// Runs the bench; the caller prints the report (`args.json`: as JSON).
+pub(crate) fn run(args: &BenchFfArgs) -> Result<BenchFfReport, CliError> {
+    let apps = parse_apps(&args.apps)?;
+    let loads = parse_loads(&args.loads_pct)?;
+    for app in &apps {
+        if resolve_program(app.program().as_ref()).is_none() {
+            return Err(CliError(format!(
+                "--apps {}: '{}' is not installed (scripts/ci-deps.sh installs it)",
+                app.name(),
+                app.program()
+            )));
+        }
+    }
+    let lib = find_preload()?;
+    let cores = corral_runtime::affinity::allowed_cpus().len().max(1) as u32;
+    let fx = Fixture::create(&std::env::temp_dir(), apps.contains(&App::Pigz), false)?;
+    let params = FfParams {
+        monitoring_period_ns: args.ff_period_ms.max(1) * 1_000_000,
+        ..FfParams::default()
+    };
+    let mut notes = Vec::new();
+    let mut rows = Vec::new();
+    for &app in &apps {
+        for &load in &loads {
+            let threads = (cores * load).div_ceil(100).max(1);
+            let work = calibrate(&fx, &lib, app, threads, args.run_ms)?;
+            let (default, _) = run_one(&fx, &lib, app, threads, work, None)?;
+            let (ff, report) = run_one(&fx, &lib, app, threads, work, Some(params))?;
+            for p in report.iter().flat_map(|r| &r.programs) {
+                notes.extend(p.miss.line());
+                notes.extend(p.slice.line());
+            }
+            let unit = app.unit();
+            eprintln!("corral: bench ff: {} at {load}% done", app.name());
+            rows.push(Row {
+                app: app.name(),
+                unit,
+                load_pct: load,
+                threads,
+                default,
+                ff,
+            });
+        }
+    }
+    let mut pairs = Vec::new();
+    for w in apps.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        let works = [
+            (a, calibrate(&fx, &lib, a, cores, args.run_ms)?),
+            (b, calibrate(&fx, &lib, b, cores, args.run_ms)?),
+        ];
+        let (default, di) = run_pair(&fx, &lib, works, cores, None)?;
+        let (ff, fi) = run_pair(&fx, &lib, works, cores, Some(params))?;
+        pairs.push(Pair {
+            apps: [a.name(), b.name()],
+            default,
+            ff,
+            involuntary: [di, fi],
+        });
+    }
+    let mut sim = Vec::new();
+    for workload in ["markov", "phase-change"] {
+        for c in [cores, 24] {
+            for load in [100, 200] {
+                sim.push(simulate(workload, c, load)?);
+            }
+        }
+    }
+    notes.sort();
+    notes.dedup();
+    Ok(BenchFfReport {
+        cores,
+        period_ms: args.ff_period_ms,
+        notes,
+        rows,
+        pairs,
+        sim,
+    })
+}
