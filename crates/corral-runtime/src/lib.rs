@@ -10,6 +10,7 @@ pub mod cpuset;
 pub mod events;
 pub mod files;
 pub mod kernel;
+pub mod lockprof;
 pub mod monitor;
 pub mod parking;
 pub mod registry;
