@@ -89,7 +89,7 @@ pub fn locks(table: &[LockRecord], ns_per_2p32_ticks: u64) -> Vec<LockSnapshot> 
                 })
                 .filter(|c| c.addr != 0 && c.samples != 0)
                 .collect();
-            callers.sort_by(|a, b| b.samples.cmp(&a.samples));
+            callers.sort_by_key(|c| core::cmp::Reverse(c.samples));
             LockSnapshot {
                 addr: (addr != LOCK_OVERFLOW).then_some(addr),
                 kind: kind_name(r.kinds.load(Ordering::Relaxed)),
@@ -102,6 +102,6 @@ pub fn locks(table: &[LockRecord], ns_per_2p32_ticks: u64) -> Vec<LockSnapshot> 
             }
         })
         .collect();
-    out.sort_by(|a, b| b.wait_ns.cmp(&a.wait_ns));
+    out.sort_by_key(|l| core::cmp::Reverse(l.wait_ns));
     out
 }

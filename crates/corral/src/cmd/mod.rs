@@ -8,6 +8,7 @@ pub(crate) mod demo;
 pub(crate) mod kernel_opts;
 pub(crate) mod launch;
 pub(crate) mod lists;
+pub(crate) mod locks;
 pub(crate) mod model;
 pub(crate) mod run;
 pub(crate) mod signals;

@@ -71,6 +71,15 @@ pub(crate) struct RunArgs {
     /// No summary on stderr at exit.
     #[arg(long)]
     pub(crate) quiet: bool,
+    /// Locks in the exit table of the most contended locks (0: no table).
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub(crate) top_locks: usize,
+    /// Also print lock waiting per thread at exit (as `perf lock contention -t`).
+    #[arg(long)]
+    pub(crate) per_thread: bool,
+    /// Keep no per-lock profile in PROG (its cost is then none at all).
+    #[arg(long)]
+    pub(crate) no_lock_profile: bool,
     /// Measure PROG's kernel lock waiting with BPF (root; Linux 5.19+) and
     /// confine its lock-intensive threads to the SSC by affinity.
     #[arg(long)]
@@ -178,6 +187,10 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
         )));
     }
     let preload = find_preload()?;
+    if args.no_lock_profile {
+        // Read by the preload library at load; no other thread runs yet.
+        std::env::set_var(corral_runtime::lockprof::ENV_LOCK_PROFILE, "0");
+    }
     // Files left by runs killed before they could clean up (kill -9).
     let private = corral_runtime::files::private_dir();
     match &private {
@@ -237,10 +250,25 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
             corral_runtime::events::remove_log(p);
         }
     }
-    let mut report = build_report(&cfg, code, outcome.stats.as_ref(), log);
+    let mut report = build_report(
+        &cfg,
+        code,
+        outcome.stats.as_ref(),
+        outcome.maps.as_deref(),
+        log,
+    );
     report.kernel = kernel_report;
     if !args.quiet {
         eprintln!("{}", summary(&report, outcome.stats.as_ref()));
+        if args.top_locks > 0 && !report.locks.is_empty() {
+            eprint!(
+                "{}",
+                crate::cmd::locks::lock_table(&report.locks, args.top_locks)
+            );
+        }
+        if let (true, Some(stats)) = (args.per_thread, &outcome.stats) {
+            eprint!("{}", crate::cmd::locks::thread_table(stats));
+        }
     }
     if let (Some(mut file), Some(path)) = (report_file, &args.report) {
         use std::io::Write;

@@ -90,6 +90,10 @@ pub(crate) struct RunReport {
     pub(crate) decisions: Vec<Event>,
     /// Older events left out of `decisions`.
     pub(crate) events_left_out: u64,
+    /// Whether PROG kept a per-lock profile (off: `--no-lock-profile`).
+    pub(crate) lock_profile: bool,
+    /// Every lock that waited, most total wait first, callers named.
+    pub(crate) locks: Vec<crate::cmd::locks::LockReport>,
     /// With `--kernel-locks`: kernel lock waiting per thread and slice, the
     /// SSC decisions and the affinity applied (read back).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -151,6 +155,7 @@ pub(crate) fn build_report(
     cfg: &RuntimeConfig,
     exit_code: i32,
     stats: Option<&StatsSnapshot>,
+    maps: Option<&str>,
     log: LogSummary,
 ) -> RunReport {
     let threads = stats
@@ -180,6 +185,10 @@ pub(crate) fn build_report(
         exit_count: log.exit_count,
         decisions: log.kept.into(),
         events_left_out: log.left_out,
+        lock_profile: stats.is_some_and(|s| s.lock_profile),
+        locks: stats
+            .map(|s| crate::cmd::locks::lock_reports(s, maps))
+            .unwrap_or_default(),
         kernel: None,
     }
 }
