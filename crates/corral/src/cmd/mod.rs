@@ -9,6 +9,7 @@ pub(crate) mod kernel_opts;
 pub(crate) mod launch;
 pub(crate) mod lists;
 pub(crate) mod locks;
+pub(crate) mod metrics;
 pub(crate) mod model;
 pub(crate) mod run;
 pub(crate) mod signals;

@@ -80,6 +80,13 @@ pub(crate) struct RunArgs {
     /// Keep no per-lock profile in PROG (its cost is then none at all).
     #[arg(long)]
     pub(crate) no_lock_profile: bool,
+    /// Serve PROG's live stats as Prometheus metrics at ADDR
+    /// (http://ADDR/metrics) while it runs; port 0 picks one, said on stderr.
+    #[arg(long, value_name = "IP:PORT")]
+    pub(crate) metrics: Option<std::net::SocketAddr>,
+    /// Allow --metrics on an address other than loopback.
+    #[arg(long, requires = "metrics")]
+    pub(crate) metrics_public: bool,
     /// Measure PROG's kernel lock waiting with BPF (root; Linux 5.19+) and
     /// confine its lock-intensive threads to the SSC by affinity.
     #[arg(long)]
@@ -226,6 +233,11 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
     } else {
         None
     };
+    let metrics_pid = std::sync::Arc::new(std::sync::atomic::AtomicI32::new(0));
+    if let Some(addr) = args.metrics {
+        let bound = super::metrics::serve(addr, args.metrics_public, metrics_pid.clone())?;
+        eprintln!("corral: metrics at http://{bound}/metrics");
+    }
     let (outcome, _) = launch_observed(
         &cfg,
         Some(&preload),
@@ -233,6 +245,8 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
         events_path.as_deref(),
         Output::Inherit,
         &|pid| {
+            // Relaxed: the server reads a pid, nothing else through it.
+            metrics_pid.store(pid, std::sync::atomic::Ordering::Relaxed);
             if let Some(k) = &kernel {
                 k.spawned(pid);
             }
