@@ -13,7 +13,7 @@
 use core::cell::Cell;
 use core::sync::atomic::{AtomicPtr, Ordering};
 
-use crate::abi::{LockRecord, LOCK_CALLERS, LOCK_OVERFLOW, LOCK_SLOTS};
+use crate::abi::{lock_kind, LockRecord, LOCK_CALLERS, LOCK_OVERFLOW, LOCK_SLOTS};
 
 mod caller;
 pub mod snapshot;
@@ -108,13 +108,32 @@ pub fn begin(addr: usize, kind: u32) -> Option<Pending> {
 
 impl Pending {
     /// Counts the acquisition, now held, which waited `ticks`.
+    ///
+    /// A mutex's, spin lock's or write lock's record is written only by
+    /// holders of that lock: the counters are then read and stored, not
+    /// read-modify-written with a locked instruction, which would lengthen
+    /// the critical section. Readers of a rwlock hold it together, and the
+    /// overflow slot is shared by many locks: those add atomically.
     #[inline]
     pub fn end(self, ticks: u64) {
         let r = self.rec;
-        // Relaxed throughout: statistics; readers tolerate a record mid-update.
-        r.contended.fetch_add(1, Ordering::Relaxed);
-        r.wait_ticks.fetch_add(ticks, Ordering::Relaxed);
-        r.max_wait_ticks.fetch_max(ticks, Ordering::Relaxed);
+        let shared =
+            self.kind == lock_kind::RW_READ || r.addr.load(Ordering::Relaxed) == LOCK_OVERFLOW; // Relaxed: fixed once claimed.
+                                                                                                // Relaxed throughout: statistics; readers tolerate a record mid-update.
+        if shared {
+            r.contended.fetch_add(1, Ordering::Relaxed);
+            r.wait_ticks.fetch_add(ticks, Ordering::Relaxed);
+            r.max_wait_ticks.fetch_max(ticks, Ordering::Relaxed);
+        } else {
+            let add = |c: &core::sync::atomic::AtomicU64, v: u64| {
+                c.store(c.load(Ordering::Relaxed).wrapping_add(v), Ordering::Relaxed)
+            };
+            add(&r.contended, 1);
+            add(&r.wait_ticks, ticks);
+            if r.max_wait_ticks.load(Ordering::Relaxed) < ticks {
+                r.max_wait_ticks.store(ticks, Ordering::Relaxed);
+            }
+        }
         let bit = 1u64 << (crate::registry::current_tid() as u32 % 64);
         if r.waiters.load(Ordering::Relaxed) & bit == 0 {
             r.waiters.fetch_or(bit, Ordering::Relaxed);

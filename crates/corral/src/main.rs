@@ -34,6 +34,8 @@ enum Command {
     /// Apply the kernel-lock SSC policy to a running process.
     #[command(allow_negative_numbers = true)]
     Attach(cmd::attach::AttachArgs),
+    /// Plot a `corral run --report` document: `corral report FILE.json --svg OUT.svg`.
+    Report(cmd::report::ReportArgs),
     /// Benchmarks (`corral bench locks`, ...).
     #[command(subcommand)]
     Bench(cmd::bench::BenchCommand),
@@ -57,6 +59,7 @@ fn main() {
     let result = match cli.command {
         Command::Demo(args) => cmd::demo::run(args),
         Command::Run(args) => cmd::run::run(args),
+        Command::Report(args) => cmd::report::report(args),
         Command::Attach(args) => cmd::attach::run(args),
         Command::Bench(b) => cmd::bench::run(b),
         Command::Model(args) => cmd::model::run(args),

@@ -16,18 +16,26 @@ fn counts_waits_per_lock_and_keeps_every_contention_when_the_table_is_full() {
     assert!(is_on());
     let reader = StatsMap::open(&path).unwrap();
 
-    // Two locks, four threads: each thread waits 10 ticks per acquisition.
+    // Two locks, four threads: each thread waits 10 or 11 ticks per
+    // acquisition. 0x2040 is exclusive (its holders update its record, as
+    // a held mutex's are); 0x1000 is read-locked (updates race: atomics).
+    static HELD: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let handles: Vec<_> = (0..4)
         .map(|t| {
             std::thread::spawn(move || {
                 for i in 0..1_000u64 {
-                    let addr: usize = if i % 4 == 0 { 0x1000 } else { 0x2040 };
+                    if i % 4 == 0 {
+                        begin(0x1000, lock_kind::RW_READ).unwrap().end(10 + i % 2);
+                        continue;
+                    }
                     let kind = if t == 0 {
                         lock_kind::RW_WRITE
                     } else {
                         lock_kind::MUTEX
                     };
-                    begin(addr, kind).unwrap().end(10 + i % 2);
+                    let pending = begin(0x2040, kind).unwrap();
+                    let _held = HELD.lock().unwrap();
+                    pending.end(10 + i % 2);
                 }
             })
         })

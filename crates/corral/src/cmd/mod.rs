@@ -11,6 +11,7 @@ pub(crate) mod lists;
 pub(crate) mod locks;
 pub(crate) mod metrics;
 pub(crate) mod model;
+pub(crate) mod report;
 pub(crate) mod run;
 pub(crate) mod signals;
 pub(crate) mod sim;

@@ -3,6 +3,7 @@
 //! wait share, the SSC size over time and every decision.
 
 mod report;
+pub(crate) mod timeline;
 
 use std::path::PathBuf;
 
@@ -84,6 +85,10 @@ pub(crate) struct RunArgs {
     /// (http://ADDR/metrics) while it runs; port 0 picks one, said on stderr.
     #[arg(long, value_name = "IP:PORT")]
     pub(crate) metrics: Option<std::net::SocketAddr>,
+    /// Sample PROG's stats every this many milliseconds for the report's
+    /// timeline (`corral report --svg` plots it).
+    #[arg(long, value_name = "MS", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) sample_ms: u64,
     /// Allow --metrics on an address other than loopback.
     #[arg(long, requires = "metrics")]
     pub(crate) metrics_public: bool,
@@ -238,6 +243,13 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
         let bound = super::metrics::serve(addr, args.metrics_public, metrics_pid.clone())?;
         eprintln!("corral: metrics at http://{bound}/metrics");
     }
+    let sampler = match &args.report {
+        Some(_) => Some(timeline::Sampler::start(
+            metrics_pid.clone(),
+            std::time::Duration::from_millis(args.sample_ms),
+        )?),
+        None => None,
+    };
     let (outcome, _) = launch_observed(
         &cfg,
         Some(&preload),
@@ -272,6 +284,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
         log,
     );
     report.kernel = kernel_report;
+    report.timeline = sampler.map(timeline::Sampler::finish).unwrap_or_default();
     if !args.quiet {
         eprintln!("{}", summary(&report, outcome.stats.as_ref()));
         if args.top_locks > 0 && !report.locks.is_empty() {

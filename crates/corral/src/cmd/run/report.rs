@@ -94,6 +94,8 @@ pub(crate) struct RunReport {
     pub(crate) lock_profile: bool,
     /// Every lock that waited, most total wait first, callers named.
     pub(crate) locks: Vec<crate::cmd::locks::LockReport>,
+    /// The SSC size and each thread's wait share, sampled while PROG ran.
+    pub(crate) timeline: Vec<super::timeline::TimePoint>,
     /// With `--kernel-locks`: kernel lock waiting per thread and slice, the
     /// SSC decisions and the affinity applied (read back).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -189,6 +191,7 @@ pub(crate) fn build_report(
         locks: stats
             .map(|s| crate::cmd::locks::lock_reports(s, maps))
             .unwrap_or_default(),
+        timeline: Vec::new(),
         kernel: None,
     }
 }
