@@ -15,3 +15,4 @@ pub(crate) mod report;
 pub(crate) mod run;
 pub(crate) mod signals;
 pub(crate) mod sim;
+pub(crate) mod top;
