@@ -45,8 +45,14 @@ fn hot_lock_line() -> usize {
         .unwrap()
 }
 
+/// One `corral run` at a time: a run's start removes the files of
+/// processes that are gone, a zombie's included, so a program that has
+/// exited but is not reaped yet can lose its stats to another run.
+static ONE_RUN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn names_the_hot_lock_and_its_caller_and_counts_as_the_threads_do() {
+    let _one = ONE_RUN.lock().unwrap_or_else(|p| p.into_inner());
     let Some(exe) = build_fixture("hot_lock") else {
         eprintln!("no C compiler: skipped");
         return;
@@ -100,6 +106,7 @@ fn names_the_hot_lock_and_its_caller_and_counts_as_the_threads_do() {
 
 #[test]
 fn no_lock_profile_keeps_none() {
+    let _one = ONE_RUN.lock().unwrap_or_else(|p| p.into_inner());
     let Some(exe) = build_fixture("hot_lock_off") else {
         return;
     };

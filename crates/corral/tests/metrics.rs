@@ -21,8 +21,14 @@ fn scrape(addr: &str) -> String {
     body.to_string()
 }
 
+/// One `corral run` at a time: a run's start removes the files of
+/// processes that are gone, a zombie's included, so a program that has
+/// exited but is not reaped yet can lose its stats to another run.
+static ONE_RUN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn a_scrape_parses_and_agrees_with_the_report() {
+    let _one = ONE_RUN.lock().unwrap_or_else(|p| p.into_inner());
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hot_lock.c");
     let exe = scratch("hot_lock");
     let built = Command::new("cc")
@@ -112,6 +118,7 @@ fn a_scrape_parses_and_agrees_with_the_report() {
 
 #[test]
 fn a_public_address_is_refused_unless_asked_for() {
+    let _one = ONE_RUN.lock().unwrap_or_else(|p| p.into_inner());
     let out = Command::new(env!("CARGO_BIN_EXE_corral"))
         .args(["run", "--metrics", "0.0.0.0:0", "--", "true"])
         .output()
