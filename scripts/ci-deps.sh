@@ -3,7 +3,8 @@
 # CI is):
 #   required: a C compiler for tests/c, the real multithreaded programs
 #             of tests/real-programs.sh, and those `corral bench apps` runs
-#             (sysbench, stress-ng, pigz, git);
+#             (sysbench, stress-ng, pigz, git), and tmux, in which the
+#             corral top test drives the live view;
 #   optional: clang, llvm and libbpf headers, so the tests can check that the
 #             committed BPF object matches its source (skipped without them).
 set -euo pipefail
@@ -17,6 +18,7 @@ command -v python3 >/dev/null 2>&1 || need+=(python3)
 command -v sysbench >/dev/null 2>&1 || need+=(sysbench)
 command -v stress-ng >/dev/null 2>&1 || need+=(stress-ng)
 command -v git >/dev/null 2>&1 || need+=(git)
+command -v tmux >/dev/null 2>&1 || need+=(tmux)
 optional=()
 command -v clang >/dev/null 2>&1 || optional+=(clang llvm)
 [[ -f /usr/include/bpf/bpf_helpers.h ]] || optional+=(libbpf-dev)

@@ -171,6 +171,7 @@ static STATS: Mutex<Option<(i32, StatsMap)>> = Mutex::new(None);
 extern "C" fn after_fork_in_child() {
     FORKED.store(true, Ordering::Relaxed); // Relaxed: single-threaded here.
     registry::reset_after_fork();
+    corral_runtime::lockprof::detach();
     // A child of a process whose monitor ran has none: the monitor's state
     // was copied mid-flight. A child of one still waiting may start its own.
     // Relaxed: single-threaded here.
@@ -196,7 +197,8 @@ extern "C" fn on_load() {
     if is_root_process() {
         // SAFETY: getpid has no preconditions.
         let pid = unsafe { libc::getpid() };
-        if let Some(map) = monitor::create_stats(&corral_runtime::abi::stats_path(pid), pid) {
+        if let Some(mut map) = monitor::create_stats(&corral_runtime::abi::stats_path(pid), pid) {
+            corral_runtime::lockprof::attach(&mut map);
             *lock_stats() = Some((pid, map));
         }
     }
@@ -339,6 +341,9 @@ fn with_signals_blocked<T>(f: impl FnOnce() -> T) -> T {
 extern "C" fn on_unload() {
     if !FORKED.load(Ordering::Relaxed) {
         monitor::final_flush();
+        // SAFETY: getpid has no preconditions.
+        let pid = unsafe { libc::getpid() };
+        corral_runtime::lockprof::save_maps(&corral_runtime::files::maps_path(pid));
     }
 }
 

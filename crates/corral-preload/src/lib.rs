@@ -17,6 +17,7 @@ mod init;
 mod lockdispatch;
 mod mutex;
 mod mutex_core;
+mod profiled;
 mod rwlock;
 mod spin;
 

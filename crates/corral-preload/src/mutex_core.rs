@@ -8,9 +8,9 @@ use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use corral_locks::wait::record_wait;
 use corral_locks::{Algorithm, RawLock};
+use corral_runtime::abi::lock_kind;
 use corral_runtime::parking::Parking;
 use corral_runtime::registry::{current_tid, on_lock_attempt};
-use corral_runtime::waiting::lock_contended;
 
 use crate::deadline::Deadline;
 use crate::init::real;
@@ -368,7 +368,8 @@ fn acquire_as<L: RawLock>(w: &MutexWords, parks: bool) {
     // SAFETY: `w.state()` is a live mutex's state words.
     let l = unsafe { in_place::<L>(w.state()) };
     if !l.try_lock() {
-        lock_contended(l, parks, Some(&w.parking));
+        let addr = w as *const MutexWords as usize;
+        crate::profiled::wait_for(l, parks, Some(&w.parking), addr, lock_kind::MUTEX);
     }
 }
 
@@ -495,16 +496,18 @@ impl Mutex<'_> {
 
     #[cold]
     fn poll_until(&self, deadline: &Deadline) -> c_int {
-        record_wait(|| loop {
-            if self.try_acquire() {
-                break 0;
-            }
-            if deadline.passed() {
-                break libc::ETIMEDOUT;
-            }
-            pause_briefly();
+        let addr = self.w as *const MutexWords as usize;
+        crate::profiled::timed(addr, lock_kind::MUTEX, || {
+            record_wait(|| loop {
+                if self.try_acquire() {
+                    break 0;
+                }
+                if deadline.passed() {
+                    break libc::ETIMEDOUT;
+                }
+                pause_briefly();
+            })
         })
-        .0
     }
 
     /// The caller's tid where the type tracks its owner; 0 (no thread's)

@@ -12,6 +12,7 @@ use core::sync::atomic::{AtomicI32, Ordering};
 
 use corral_locks::wait::record_wait;
 use corral_locks::{RwDeadline, RwError, RwLock, RwPreference};
+use corral_runtime::abi::lock_kind;
 use corral_runtime::registry::{current_tid, on_lock_attempt};
 
 use crate::deadline::Deadline;
@@ -305,7 +306,11 @@ fn read_waiting(l: &RwLock, deadline: Option<RwDeadline>) -> c_int {
     if l.is_writer(current_tid()) {
         return libc::EDEADLK;
     }
-    code(record_wait(|| l.read_contended(deadline)).0)
+    code(crate::profiled::timed(
+        rw_addr(l),
+        lock_kind::RW_READ,
+        || record_wait(|| l.read_contended(deadline)),
+    ))
 }
 
 /// The write lock: a try, then EDEADLK for its holder, as glibc's, then
@@ -325,7 +330,16 @@ fn write_waiting(l: &RwLock, me: i32, deadline: Option<RwDeadline>) -> c_int {
     if l.is_writer(me) {
         return libc::EDEADLK;
     }
-    code(record_wait(|| l.write_contended(me, deadline)).0)
+    code(crate::profiled::timed(
+        rw_addr(l),
+        lock_kind::RW_WRITE,
+        || record_wait(|| l.write_contended(me, deadline)),
+    ))
+}
+
+/// The address of the `pthread_rwlock_t` whose lock is `l`.
+fn rw_addr(l: &RwLock) -> usize {
+    l as *const RwLock as usize - core::mem::offset_of!(RwLockWords, lock)
 }
 
 #[inline]

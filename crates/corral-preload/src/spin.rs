@@ -6,8 +6,8 @@
 use core::ffi::c_int;
 
 use corral_locks::{RawLock, TtasLock};
+use corral_runtime::abi::lock_kind;
 use corral_runtime::registry::on_lock_attempt;
-use corral_runtime::waiting::lock_contended;
 
 /// The TTAS lock laid over the spin lock at `s`.
 ///
@@ -59,7 +59,7 @@ pub unsafe extern "C" fn pthread_spin_lock(s: *mut libc::pthread_spinlock_t) -> 
     // SAFETY: `s` is live (this function's contract).
     let l = unsafe { lock_of(s) };
     if !l.try_lock() {
-        lock_contended(l, false, None);
+        crate::profiled::wait_for(l, false, None, s as usize, lock_kind::SPIN);
     }
     0
 }

@@ -4,7 +4,8 @@
 //!
 //! Layout: one [`StatsHeader`] followed by `max_threads` [`ThreadRecord`]s,
 //! each on its own cache line so that a thread updating its record never
-//! invalidates a neighbour's. Readers in other processes map the file
+//! invalidates a neighbour's, then [`LOCK_SLOTS`] [`LockRecord`]s: the
+//! per-lock contention profile ([`crate::lockprof`]). Readers in other processes map the file
 //! read-only and take snapshots; every field is an atomic so a torn read of
 //! one field is impossible (records as a whole may be mid-update, which a
 //! monitoring view tolerates).
@@ -14,7 +15,7 @@ use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64};
 /// `b"CORRAL\0\x01"` read as a little-endian u64.
 pub const STATS_MAGIC: u64 = u64::from_le_bytes(*b"CORRAL\0\x01");
 /// Bumped on any layout change; readers refuse other versions.
-pub const STATS_VERSION: u32 = 1;
+pub const STATS_VERSION: u32 = 2;
 /// Default capacity of the thread table.
 pub const DEFAULT_MAX_THREADS: u32 = 1024;
 
@@ -84,6 +85,8 @@ pub struct StatsHeader {
     pub throughput_ppm: AtomicU64,
     /// Nanoseconds per 2^32 TSC ticks, for readers converting raw counts.
     pub ns_per_2p32_ticks: AtomicU64,
+    /// 1 while the lock table is kept ([`crate::lockprof`] attached), else 0.
+    pub lock_profile: AtomicU32,
 }
 
 /// One thread's live counters. Written by the thread itself (wait times)
@@ -116,10 +119,86 @@ pub struct ThreadRecord {
 const _: () = assert!(core::mem::size_of::<StatsHeader>() == 64);
 const _: () = assert!(core::mem::size_of::<ThreadRecord>() == 64);
 
-/// Bytes needed for a stats file with room for `max_threads` records.
-pub const fn stats_file_len(max_threads: u32) -> usize {
+/// Slots of the lock table; the last one is [`LOCK_OVERFLOW`]'s.
+pub const LOCK_SLOTS: usize = 1024;
+/// Callers kept per lock; samples of any other caller count apart.
+pub const LOCK_CALLERS: usize = 4;
+/// The address of the last slot: every lock that found no slot of its own.
+pub const LOCK_OVERFLOW: u64 = u64::MAX;
+
+/// Bits of [`LockRecord::kinds`]: how the lock was taken when it waited.
+pub mod lock_kind {
+    /// `pthread_mutex_lock` (and a condition variable's re-lock).
+    pub const MUTEX: u32 = 1;
+    /// `pthread_spin_lock`.
+    pub const SPIN: u32 = 2;
+    /// `pthread_rwlock_rdlock`.
+    pub const RW_READ: u32 = 4;
+    /// `pthread_rwlock_wrlock`.
+    pub const RW_WRITE: u32 = 8;
+}
+
+/// One lock's contention: written by its waiters after they acquire it,
+/// read by anyone. A slot is claimed once for an address and kept.
+#[derive(Debug)]
+#[repr(C, align(64))]
+pub struct LockRecord {
+    /// The lock's address in the process (the pthread object); 0 = free.
+    pub addr: AtomicU64,
+    /// [`lock_kind`] bits seen.
+    pub kinds: AtomicU32,
+    _pad: u32,
+    /// Acquisitions whose first attempt failed.
+    pub contended: AtomicU64,
+    /// Their waiting, in TSC ticks (header's `ns_per_2p32_ticks`).
+    pub wait_ticks: AtomicU64,
+    /// The longest one, in ticks.
+    pub max_wait_ticks: AtomicU64,
+    /// Bit `tid % 64` of every thread that waited.
+    pub waiters: AtomicU64,
+    /// Return addresses of sampled contended acquisitions (0 = unused).
+    pub callers: [AtomicU64; LOCK_CALLERS],
+    /// Samples of each of `callers`.
+    pub caller_samples: [AtomicU32; LOCK_CALLERS],
+    /// Samples of callers that found `callers` full.
+    pub other_samples: AtomicU32,
+}
+
+impl LockRecord {
+    /// A free slot.
+    pub const fn new() -> Self {
+        LockRecord {
+            addr: AtomicU64::new(0),
+            kinds: AtomicU32::new(0),
+            _pad: 0,
+            contended: AtomicU64::new(0),
+            wait_ticks: AtomicU64::new(0),
+            max_wait_ticks: AtomicU64::new(0),
+            waiters: AtomicU64::new(0),
+            callers: [const { AtomicU64::new(0) }; LOCK_CALLERS],
+            caller_samples: [const { AtomicU32::new(0) }; LOCK_CALLERS],
+            other_samples: AtomicU32::new(0),
+        }
+    }
+}
+
+impl Default for LockRecord {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+const _: () = assert!(core::mem::size_of::<LockRecord>() == 128);
+
+/// Offset of the lock table in a file with room for `max_threads` records.
+pub const fn lock_table_offset(max_threads: u32) -> usize {
     core::mem::size_of::<StatsHeader>()
         + max_threads as usize * core::mem::size_of::<ThreadRecord>()
+}
+
+/// Bytes needed for a stats file with room for `max_threads` records.
+pub const fn stats_file_len(max_threads: u32) -> usize {
+    lock_table_offset(max_threads) + LOCK_SLOTS * core::mem::size_of::<LockRecord>()
 }
 
 #[cfg(test)]
@@ -129,7 +208,7 @@ mod tests {
     #[test]
     fn layout_is_cache_line_sized_and_stable() {
         assert_eq!(core::mem::align_of::<ThreadRecord>(), 64);
-        assert_eq!(stats_file_len(2), 64 * 3);
+        assert_eq!(stats_file_len(2), 64 * 3 + 128 * LOCK_SLOTS);
         assert_eq!(core::mem::offset_of!(ThreadRecord, wait_ns), 16);
         assert_eq!(core::mem::offset_of!(StatsHeader, generation), 32);
     }

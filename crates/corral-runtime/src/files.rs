@@ -117,6 +117,12 @@ pub fn stats_path(pid: i32) -> PathBuf {
     private_dir_path().join(format!("stats.{pid}"))
 }
 
+/// Path of the copy of process `pid`'s `/proc/PID/maps` made at its exit,
+/// for symbolising the lock profile's callers.
+pub fn maps_path(pid: i32) -> PathBuf {
+    private_dir_path().join(format!("maps.{pid}"))
+}
+
 /// Path of the scratch decision log of `corral run` process `pid`.
 pub fn events_path(pid: i32) -> PathBuf {
     private_dir_path().join(format!("events.{pid}.jsonl"))
@@ -194,10 +200,11 @@ fn is_zombie(pid: i32) -> bool {
 }
 
 /// The pid a file of the private directory belongs to, from its name
-/// (`stats.<pid>`, `events.<pid>.jsonl`, `events.<pid>.jsonl.old`).
+/// (`stats.<pid>`, `maps.<pid>`, `events.<pid>.jsonl`, `events.<pid>.jsonl.old`).
 fn owner_pid(name: &str) -> Option<i32> {
     let rest = name
         .strip_prefix("stats.")
+        .or_else(|| name.strip_prefix("maps."))
         .or_else(|| name.strip_prefix("events."))?;
     rest.split('.').next()?.parse().ok()
 }

@@ -11,6 +11,7 @@ pub mod events;
 pub mod faithful;
 pub mod files;
 pub mod kernel;
+pub mod lockprof;
 pub mod monitor;
 pub mod parking;
 pub mod policies;

@@ -10,13 +10,19 @@ use std::sync::atomic::Ordering;
 
 use serde::Serialize;
 
-use crate::abi::{stats_file_len, MigState, StatsHeader, ThreadRecord, STATS_MAGIC, STATS_VERSION};
+use crate::abi::{
+    lock_table_offset, stats_file_len, LockRecord, MigState, StatsHeader, ThreadRecord, LOCK_SLOTS,
+    STATS_MAGIC, STATS_VERSION,
+};
+pub use crate::lockprof::snapshot::{CallerSample, LockSnapshot};
 
 /// A shared mapping of a stats file.
 #[derive(Debug)]
 pub struct StatsMap {
     base: *mut u8,
     len: usize,
+    /// Never unmapped: the lock profile's writers hold `'static` pointers.
+    kept: bool,
 }
 
 // SAFETY: every field reached through the mapping is an atomic.
@@ -96,7 +102,28 @@ impl StatsMap {
         Ok(StatsMap {
             base: base.cast(),
             len,
+            kept: false,
         })
+    }
+
+    /// The lock table.
+    pub fn locks(&self) -> &[LockRecord] {
+        let max = self.header().max_threads.load(Ordering::Relaxed); // Relaxed: fixed at creation.
+        let offset = lock_table_offset(max);
+        // SAFETY: `create` and `open` checked the file holds the whole
+        // table after `max` records; 64-byte aligned; fields are atomics.
+        unsafe {
+            core::slice::from_raw_parts(self.base.add(offset) as *const LockRecord, LOCK_SLOTS)
+        }
+    }
+
+    /// The lock table for the rest of the process: the mapping is never
+    /// unmapped from now on, even when this handle is dropped.
+    pub fn keep_locks_mapped(&mut self) -> &'static [LockRecord] {
+        self.kept = true;
+        let locks = self.locks();
+        // SAFETY: the mapping outlives the process now (`kept`).
+        unsafe { core::slice::from_raw_parts(locks.as_ptr(), locks.len()) }
     }
 
     /// The header.
@@ -146,7 +173,10 @@ impl StatsMap {
                 }
             })
             .collect();
+        let ns_per_2p32 = h.ns_per_2p32_ticks.load(Ordering::Relaxed);
         StatsSnapshot {
+            locks: crate::lockprof::snapshot::locks(self.locks(), ns_per_2p32),
+            lock_profile: h.lock_profile.load(Ordering::Relaxed) != 0,
             pid: h.pid.load(Ordering::Relaxed),
             ssc_bound: h.ssc_bound.load(Ordering::Relaxed),
             n_lock_intensive: h.n_lock_intensive.load(Ordering::Relaxed),
@@ -159,6 +189,9 @@ impl StatsMap {
 
 impl Drop for StatsMap {
     fn drop(&mut self) {
+        if self.kept {
+            return;
+        }
         // SAFETY: unmaps exactly the mapping made in `map`.
         unsafe { libc::munmap(self.base.cast(), self.len) };
     }
@@ -200,6 +233,10 @@ pub struct StatsSnapshot {
     pub throughput: f64,
     /// Every thread slot in use.
     pub threads: Vec<ThreadSnapshot>,
+    /// Whether the lock profile was kept (off: `CORRAL_LOCK_PROFILE=0`).
+    pub lock_profile: bool,
+    /// Every lock that waited, most total wait first.
+    pub locks: Vec<LockSnapshot>,
 }
 
 #[cfg(test)]

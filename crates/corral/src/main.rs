@@ -34,6 +34,10 @@ enum Command {
     /// Apply the kernel-lock SSC policy to a running process.
     #[command(allow_negative_numbers = true)]
     Attach(cmd::attach::AttachArgs),
+    /// Plot a `corral run --report` document: `corral report FILE.json --svg OUT.svg`.
+    Report(cmd::report::ReportArgs),
+    /// A live view of every program running under corral; `q` quits.
+    Top(cmd::top::TopArgs),
     /// Benchmarks (`corral bench locks`, ...).
     #[command(subcommand)]
     Bench(cmd::bench::BenchCommand),
@@ -57,6 +61,8 @@ fn main() {
     let result = match cli.command {
         Command::Demo(args) => cmd::demo::run(args),
         Command::Run(args) => cmd::run::run(args),
+        Command::Report(args) => cmd::report::report(args),
+        Command::Top(args) => cmd::top::top(args),
         Command::Attach(args) => cmd::attach::run(args),
         Command::Bench(b) => cmd::bench::run(b),
         Command::Model(args) => cmd::model::run(args),

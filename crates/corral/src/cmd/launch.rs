@@ -123,6 +123,9 @@ pub(crate) struct Outcome {
     pub(crate) status: ExitStatus,
     /// The stats file's last state (none if the runtime could not write it).
     pub(crate) stats: Option<StatsSnapshot>,
+    /// The program's `/proc/PID/maps` at its exit (where it kept a lock
+    /// profile), to name the profile's addresses.
+    pub(crate) maps: Option<String>,
     /// From just before the spawn to the reaping.
     pub(crate) wall: Duration,
     /// User plus system CPU time of the program and of the descendants it
@@ -210,10 +213,14 @@ pub(crate) fn launch_observed(
     let stats_path = corral_runtime::abi::stats_path(pid);
     let stats = StatsMap::open(&stats_path).ok().map(|m| m.snapshot());
     let _ = std::fs::remove_file(&stats_path);
+    let maps_path = corral_runtime::files::maps_path(pid);
+    let maps = std::fs::read_to_string(&maps_path).ok();
+    let _ = std::fs::remove_file(&maps_path);
     Ok((
         Outcome {
             status: out.status,
             stats,
+            maps,
             wall,
             cpu,
         },

@@ -4,6 +4,7 @@
 
 mod report;
 mod settle;
+pub(crate) mod timeline;
 
 use std::path::PathBuf;
 
@@ -81,6 +82,26 @@ pub(crate) struct RunArgs {
     /// No summary on stderr at exit.
     #[arg(long)]
     pub(crate) quiet: bool,
+    /// Locks in the exit table of the most contended locks (0: no table).
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub(crate) top_locks: usize,
+    /// Also print lock waiting per thread at exit (as `perf lock contention -t`).
+    #[arg(long)]
+    pub(crate) per_thread: bool,
+    /// Keep no per-lock profile in PROG (its cost is then none at all).
+    #[arg(long)]
+    pub(crate) no_lock_profile: bool,
+    /// Serve PROG's live stats as Prometheus metrics at ADDR
+    /// (http://ADDR/metrics) while it runs; port 0 picks one, said on stderr.
+    #[arg(long, value_name = "IP:PORT")]
+    pub(crate) metrics: Option<std::net::SocketAddr>,
+    /// Sample PROG's stats every this many milliseconds for the report's
+    /// timeline (`corral report --svg` plots it).
+    #[arg(long, value_name = "MS", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) sample_ms: u64,
+    /// Allow --metrics on an address other than loopback.
+    #[arg(long, requires = "metrics")]
+    pub(crate) metrics_public: bool,
     /// Measure PROG's kernel lock waiting with BPF (root; Linux 5.19+) and
     /// confine its lock-intensive threads to the SSC by affinity.
     #[arg(long)]
@@ -188,6 +209,10 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
         )));
     }
     let preload = find_preload()?;
+    if args.no_lock_profile {
+        // Read by the preload library at load; no other thread runs yet.
+        std::env::set_var(corral_runtime::lockprof::ENV_LOCK_PROFILE, "0");
+    }
     // Files left by runs killed before they could clean up (kill -9).
     let private = corral_runtime::files::private_dir();
     match &private {
@@ -225,6 +250,18 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
     };
     let faithful = args.policy.is_some_and(|p| p.faithful);
     let ff = std::cell::RefCell::new(None);
+    let metrics_pid = std::sync::Arc::new(std::sync::atomic::AtomicI32::new(0));
+    if let Some(addr) = args.metrics {
+        let bound = super::metrics::serve(addr, args.metrics_public, metrics_pid.clone())?;
+        eprintln!("corral: metrics at http://{bound}/metrics");
+    }
+    let sampler = match &args.report {
+        Some(_) => Some(timeline::Sampler::start(
+            metrics_pid.clone(),
+            std::time::Duration::from_millis(args.sample_ms),
+        )?),
+        None => None,
+    };
     let (outcome, _) = launch_observed(
         &cfg,
         Some(&preload),
@@ -232,6 +269,8 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
         events_path.as_deref(),
         Output::Inherit,
         &|pid| {
+            // Relaxed: the server reads a pid, nothing else through it.
+            metrics_pid.store(pid, std::sync::atomic::Ordering::Relaxed);
             if let Some(k) = &kernel {
                 k.spawned(pid);
             }
@@ -253,14 +292,30 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
             corral_runtime::events::remove_log(p);
         }
     }
-    let mut report = build_report(&cfg, code, outcome.stats.as_ref(), log);
+    let mut report = build_report(
+        &cfg,
+        code,
+        outcome.stats.as_ref(),
+        outcome.maps.as_deref(),
+        log,
+    );
     report.kernel = kernel_report;
     report.policies = args.policy.map(|p| p.name());
     report.ff = ff_report;
+    report.timeline = sampler.map(timeline::Sampler::finish).unwrap_or_default();
     if !args.quiet {
         eprintln!("{}", summary(&report, outcome.stats.as_ref()));
         for line in report.ff.as_ref().map(ff_summary).unwrap_or_default() {
             eprintln!("{line}");
+        }
+        if args.top_locks > 0 && !report.locks.is_empty() {
+            eprint!(
+                "{}",
+                crate::cmd::locks::lock_table(&report.locks, args.top_locks)
+            );
+        }
+        if let (true, Some(stats)) = (args.per_thread, &outcome.stats) {
+            eprint!("{}", crate::cmd::locks::thread_table(stats));
         }
     }
     if let (Some(mut file), Some(path)) = (report_file, &args.report) {

@@ -98,6 +98,12 @@ pub(crate) struct RunReport {
     pub(crate) progress: Vec<ProgressPoint>,
     /// How fast progress settled once contention began (from `progress`).
     pub(crate) settle: Option<Settle>,
+    /// Whether PROG kept a per-lock profile (off: `--no-lock-profile`).
+    pub(crate) lock_profile: bool,
+    /// Every lock that waited, most total wait first, callers named.
+    pub(crate) locks: Vec<crate::cmd::locks::LockReport>,
+    /// The SSC size and each thread's wait share, sampled while PROG ran.
+    pub(crate) timeline: Vec<super::timeline::TimePoint>,
     /// With `--kernel-locks`: kernel lock waiting per thread and slice, the
     /// SSC decisions and the affinity applied (read back).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -182,6 +188,7 @@ pub(crate) fn build_report(
     cfg: &RuntimeConfig,
     exit_code: i32,
     stats: Option<&StatsSnapshot>,
+    maps: Option<&str>,
     log: LogSummary,
 ) -> RunReport {
     let threads = stats
@@ -214,6 +221,11 @@ pub(crate) fn build_report(
         events_left_out: log.left_out,
         settle: Settle::of(&progress),
         progress,
+        lock_profile: stats.is_some_and(|s| s.lock_profile),
+        locks: stats
+            .map(|s| crate::cmd::locks::lock_reports(s, maps))
+            .unwrap_or_default(),
+        timeline: Vec::new(),
         kernel: None,
         policies: None,
         ff: None,

@@ -1,0 +1,42 @@
+//! The contended path of every interposed lock, with the per-lock profile
+//! around it ([`corral_runtime::lockprof`]): reached only after a first
+//! attempt failed, so the uncontended path stays as it was.
+
+use corral_locks::wait::now_ticks;
+use corral_locks::RawLock;
+use corral_runtime::lockprof;
+use corral_runtime::parking::Parking;
+use corral_runtime::waiting::lock_contended;
+
+/// [`lock_contended`] on the lock whose pthread object is at `addr`, taken
+/// as `kind` (a [`corral_runtime::abi::lock_kind`] bit), profiled.
+#[cold]
+#[inline(never)]
+pub(crate) fn wait_for<L: RawLock>(
+    lock: &L,
+    parks: bool,
+    parking: Option<&Parking>,
+    addr: usize,
+    kind: u32,
+) {
+    match lockprof::begin(addr, kind) {
+        None => lock_contended(lock, parks, parking),
+        Some(pending) => {
+            let start = now_ticks();
+            lock_contended(lock, parks, parking);
+            pending.end(now_ticks().wrapping_sub(start).max(1));
+        }
+    }
+}
+
+/// Runs `wait`, a contended acquisition of the lock at `addr` taken as
+/// `kind` that times itself (returning the ticks), profiled.
+#[inline]
+pub(crate) fn timed<T>(addr: usize, kind: u32, wait: impl FnOnce() -> (T, u64)) -> T {
+    let pending = lockprof::begin(addr, kind);
+    let (out, ticks) = wait();
+    if let Some(p) = pending {
+        p.end(ticks);
+    }
+    out
+}

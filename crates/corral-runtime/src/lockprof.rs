@@ -1,0 +1,218 @@
+//! The per-lock contention profile: for each lock (by address) the
+//! acquisitions that had to wait, their total and longest wait, the
+//! threads that waited, and sampled callers. It lives in the stats file's
+//! lock table ([`crate::abi::LockRecord`]), a fixed open-addressed hash
+//! table: nothing allocates, and only contended acquisitions touch it. An
+//! uncontended acquisition never reaches this module.
+//!
+//! A contended acquisition calls [`begin`] before it waits (the slot
+//! look-up, and a caller sample while the thread would wait anyway) and
+//! [`Pending::end`] once it holds the lock: all counter updates land on
+//! the record's two cache lines at once.
+
+use core::cell::Cell;
+use core::sync::atomic::{AtomicPtr, Ordering};
+
+use crate::abi::{lock_kind, LockRecord, LOCK_CALLERS, LOCK_OVERFLOW, LOCK_SLOTS};
+
+mod caller;
+pub mod snapshot;
+
+/// Set to `0` to keep no lock profile (the cost comparison's "off").
+pub const ENV_LOCK_PROFILE: &str = "CORRAL_LOCK_PROFILE";
+
+/// Slots probed for a lock's address before it goes to the overflow slot.
+const MAX_PROBES: usize = 32;
+
+/// A thread samples the caller of one in this many of its contended
+/// acquisitions (and always while a lock has no caller yet): unwinding
+/// costs about a microsecond.
+pub const SAMPLE_EVERY: u32 = 16;
+
+/// A sampled caller the unwinder could not find (no unwind tables).
+pub const UNKNOWN_CALLER: u64 = 1;
+
+/// The table's first slot; null while no profile is kept.
+static TABLE: AtomicPtr<LockRecord> = AtomicPtr::new(core::ptr::null_mut());
+
+std::thread_local! {
+    /// Contended acquisitions left before this thread's next caller sample.
+    /// Const-initialised, no destructor: first use allocates nothing.
+    static COUNTDOWN: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Keeps the profile in `map`'s lock table from now on, unless
+/// [`ENV_LOCK_PROFILE`] is `0`. The mapping is then never unmapped.
+pub fn attach(map: &mut crate::stats::StatsMap) {
+    if std::env::var_os(ENV_LOCK_PROFILE).is_some_and(|v| v == "0") {
+        return;
+    }
+    let table = map.keep_locks_mapped();
+    for r in table {
+        // Relaxed: a fresh file; the Release below publishes.
+        r.addr.store(0, Ordering::Relaxed);
+    }
+    table[LOCK_SLOTS - 1]
+        .addr
+        .store(LOCK_OVERFLOW, Ordering::Relaxed);
+    // Relaxed: a monitoring flag for readers.
+    map.header().lock_profile.store(1, Ordering::Relaxed);
+    // Release: a waiter that sees the table sees its initialised slots.
+    TABLE.store(table.as_ptr() as *mut LockRecord, Ordering::Release);
+}
+
+/// Stops profiling in this process (a forked child: the table is its
+/// parent's).
+pub fn detach() {
+    TABLE.store(core::ptr::null_mut(), Ordering::Relaxed); // Relaxed: single-threaded child.
+}
+
+/// Whether contended acquisitions are profiled.
+pub fn is_on() -> bool {
+    !TABLE.load(Ordering::Relaxed).is_null() // Relaxed: a hint, see `begin`.
+}
+
+/// A contended acquisition under way: its lock's record, how it was
+/// taken, and its caller where sampled.
+#[derive(Debug)]
+#[must_use = "call `end` once the lock is held"]
+pub struct Pending {
+    rec: &'static LockRecord,
+    kind: u32,
+    caller: u64,
+}
+
+/// Starts profiling a contended acquisition of the lock at `addr`, taken
+/// as `kind` (an [`crate::abi::lock_kind`] bit); `None` if no profile is
+/// kept. Called before waiting.
+#[inline]
+pub fn begin(addr: usize, kind: u32) -> Option<Pending> {
+    // Acquire: pairs with `attach`'s Release (the slots' initial state).
+    let base = TABLE.load(Ordering::Acquire);
+    if base.is_null() {
+        return None;
+    }
+    // SAFETY: `attach` stored the start of a `'static` table of LOCK_SLOTS.
+    let table = unsafe { core::slice::from_raw_parts(base as *const LockRecord, LOCK_SLOTS) };
+    let rec = slot_of(table, addr as u64);
+    let sample = COUNTDOWN.get() == 0 || rec.callers[0].load(Ordering::Relaxed) == 0; // Relaxed: a hint.
+    let caller = if sample {
+        COUNTDOWN.set(SAMPLE_EVERY - 1);
+        caller::capture().unwrap_or(UNKNOWN_CALLER)
+    } else {
+        COUNTDOWN.set(COUNTDOWN.get() - 1);
+        0
+    };
+    Some(Pending { rec, kind, caller })
+}
+
+impl Pending {
+    /// Counts the acquisition, now held, which waited `ticks`.
+    ///
+    /// A mutex's, spin lock's or write lock's record is written only by
+    /// holders of that lock: the counters are then read and stored, not
+    /// read-modify-written with a locked instruction, which would lengthen
+    /// the critical section. Readers of a rwlock hold it together, and the
+    /// overflow slot is shared by many locks: those add atomically.
+    #[inline]
+    pub fn end(self, ticks: u64) {
+        let r = self.rec;
+        let shared =
+            self.kind == lock_kind::RW_READ || r.addr.load(Ordering::Relaxed) == LOCK_OVERFLOW; // Relaxed: fixed once claimed.
+                                                                                                // Relaxed throughout: statistics; readers tolerate a record mid-update.
+        if shared {
+            r.contended.fetch_add(1, Ordering::Relaxed);
+            r.wait_ticks.fetch_add(ticks, Ordering::Relaxed);
+            r.max_wait_ticks.fetch_max(ticks, Ordering::Relaxed);
+        } else {
+            let add = |c: &core::sync::atomic::AtomicU64, v: u64| {
+                c.store(c.load(Ordering::Relaxed).wrapping_add(v), Ordering::Relaxed)
+            };
+            add(&r.contended, 1);
+            add(&r.wait_ticks, ticks);
+            if r.max_wait_ticks.load(Ordering::Relaxed) < ticks {
+                r.max_wait_ticks.store(ticks, Ordering::Relaxed);
+            }
+        }
+        let bit = 1u64 << (crate::registry::current_tid() as u32 % 64);
+        if r.waiters.load(Ordering::Relaxed) & bit == 0 {
+            r.waiters.fetch_or(bit, Ordering::Relaxed);
+        }
+        if r.kinds.load(Ordering::Relaxed) & self.kind == 0 {
+            r.kinds.fetch_or(self.kind, Ordering::Relaxed);
+        }
+        if self.caller != 0 {
+            count_caller(r, self.caller);
+        }
+    }
+}
+
+/// The slot of `addr`: found, claimed, or the overflow slot.
+fn slot_of(table: &'static [LockRecord], addr: u64) -> &'static LockRecord {
+    let usable = LOCK_SLOTS - 1;
+    // Fibonacci hashing of the address less its alignment bits.
+    let mut i = ((addr >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54) as usize % usable;
+    for _ in 0..MAX_PROBES {
+        let r = &table[i];
+        // Relaxed: the address is the whole of what a claim publishes.
+        match r.addr.load(Ordering::Relaxed) {
+            a if a == addr => return r,
+            0 => match r
+                .addr
+                .compare_exchange(0, addr, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return r,
+                Err(a) if a == addr => return r,
+                Err(_) => {}
+            },
+            _ => {}
+        }
+        i = (i + 1) % usable;
+    }
+    &table[usable]
+}
+
+/// Adds one sample of `caller` to `r`.
+fn count_caller(r: &LockRecord, caller: u64) {
+    for i in 0..LOCK_CALLERS {
+        // Relaxed: each slot is claimed once; the counts are statistics.
+        let seen = r.callers[i].load(Ordering::Relaxed);
+        let mine = seen == caller
+            || (seen == 0
+                && match r.callers[i].compare_exchange(
+                    0,
+                    caller,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => true,
+                    Err(now) => now == caller,
+                });
+        if mine {
+            r.caller_samples[i].fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+    }
+    r.other_samples.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Copies `/proc/self/maps` to `path` (owner-only, see
+/// [`crate::files::create_private`]) at exit, so that the CLI can map
+/// callers' addresses to files after the process is gone. Only where the
+/// profile is kept.
+pub fn save_maps(path: &std::path::Path) {
+    if !is_on() {
+        return;
+    }
+    let Ok(maps) = std::fs::read("/proc/self/maps") else {
+        return;
+    };
+    if let Ok(mut f) = crate::files::create_private(path) {
+        use std::io::Write;
+        let _ = f.write_all(&maps);
+    }
+}
+
+#[cfg(test)]
+#[path = "lockprof/tests.rs"]
+mod tests;
