@@ -179,24 +179,36 @@ pub fn open_append_checked(path: &Path, identity: (u64, u64)) -> Result<File, Fi
 }
 
 /// Whether process `pid` is alive (or exists but is not ours to signal).
-/// A zombie is not: it wrote its last byte, and where the reaper is slow
-/// (a container's init) its files would otherwise never be removed.
+/// A zombie is not, where the reaper is slow (a container's init): it wrote
+/// its last byte, and its files would otherwise never be removed. A zombie
+/// whose parent is `corral` is: that CLI reads its child's files after
+/// reaping it and removes them itself (another run starting in between
+/// must not take them).
 fn alive(pid: i32) -> bool {
     // SAFETY: signal 0 only checks that the process exists.
     let exists = unsafe { libc::kill(pid, 0) == 0 || *libc::__errno_location() != libc::ESRCH };
-    exists && !is_zombie(pid)
+    exists
+        && match exited_child_of(pid) {
+            Some(parent) => is_corral(parent),
+            None => true,
+        }
 }
 
-/// Whether `/proc/<pid>/stat` says the process has exited (Z or X).
-fn is_zombie(pid: i32) -> bool {
-    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    // The state follows the command name's closing parenthesis.
-    let state = stat
-        .rsplit_once(')')
-        .and_then(|(_, rest)| rest.trim_start().chars().next());
-    matches!(state, Some('Z' | 'X'))
+/// The parent of `pid` if `/proc/<pid>/stat` says the process has exited
+/// (Z or X).
+fn exited_child_of(pid: i32) -> Option<i32> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The state and the parent follow the command name's closing parenthesis.
+    let mut fields = stat.rsplit_once(')')?.1.split_ascii_whitespace();
+    let state = fields.next()?;
+    matches!(state, "Z" | "X")
+        .then(|| fields.next()?.parse().ok())
+        .flatten()
+}
+
+/// Whether `pid` is a `corral` CLI (by its command name).
+fn is_corral(pid: i32) -> bool {
+    fs::read(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim_ascii_end() == b"corral")
 }
 
 /// The pid a file of the private directory belongs to, from its name
@@ -253,7 +265,7 @@ mod tests {
             unsafe { libc::_exit(0) };
         }
         // Not reaped yet: a zombie, as under an init that never reaps.
-        while !is_zombie(pid) {
+        while exited_child_of(pid).is_none() {
             std::thread::yield_now();
         }
         fs::write(dir.join(format!("stats.{pid}")), b"x").unwrap();
@@ -261,6 +273,57 @@ mod tests {
         assert_eq!(remove_stale(&dir), 1);
         // SAFETY: reaps the child forked above.
         unsafe { libc::waitpid(pid, core::ptr::null_mut(), 0) };
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_zombie_that_corral_will_reap_keeps_its_files() {
+        let dir = scratch("corral-zombie");
+        let mut pipe = [0i32; 2];
+        // SAFETY: a fresh pipe into a two-int array.
+        assert_eq!(unsafe { libc::pipe(pipe.as_mut_ptr()) }, 0);
+        // SAFETY: the child calls only async-signal-safe functions: it dies
+        // with the forking thread (a failed assertion leaves no orphan),
+        // names itself corral, forks a grandchild that exits at once, writes
+        // the grandchild's pid and waits (never reaping it) until killed.
+        let parent = unsafe { libc::fork() };
+        if parent == 0 {
+            unsafe {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                libc::prctl(libc::PR_SET_NAME, c"corral".as_ptr());
+                let zombie = libc::fork();
+                if zombie == 0 {
+                    libc::_exit(0);
+                }
+                libc::write(pipe[1], (&raw const zombie).cast(), 4);
+                loop {
+                    libc::pause();
+                }
+            }
+        }
+        let mut zombie = 0i32;
+        // SAFETY: reads the four bytes of the pid the child wrote.
+        assert_eq!(
+            unsafe { libc::read(pipe[0], (&raw mut zombie).cast(), 4) },
+            4
+        );
+        while exited_child_of(zombie).is_none() {
+            std::thread::yield_now();
+        }
+        fs::write(dir.join(format!("stats.{zombie}")), b"x").unwrap();
+        assert_eq!(
+            remove_stale(&dir),
+            0,
+            "corral's unreaped child lost its stats"
+        );
+        // SAFETY: kills and reaps the child forked above (init reaps the
+        // grandchild).
+        unsafe {
+            libc::kill(parent, libc::SIGKILL);
+            libc::waitpid(parent, core::ptr::null_mut(), 0);
+            libc::close(pipe[0]);
+            libc::close(pipe[1]);
+        }
         fs::remove_dir_all(&dir).unwrap();
     }
 
