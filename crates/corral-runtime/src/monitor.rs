@@ -16,7 +16,9 @@ use std::time::Duration;
 use corral_locks::sys::clock::{monotonic_ns, thread_cpu_ns_of as cpu_ns_of};
 use corral_locks::wait::ticks_to_ns;
 use corral_policy::placement::Placement;
-use corral_policy::ssc::{program_key, SliceObs, SscController, ThreadAction, ThreadPolicyState};
+use corral_policy::ssc::{
+    program_key, Phase, SliceObs, SscController, ThreadAction, ThreadPolicyState,
+};
 use corral_policy::CoreId;
 
 use crate::abi::MigState;
@@ -167,11 +169,9 @@ impl Monitor {
     }
 
     /// One round: every thread's counters, windows and placement; the
-    /// timer; the masks; the stats file. Returns whether the program is
-    /// contended: some thread waited for a lock this round, or some thread
-    /// is classified lock intensive (the monitor's caller ticks slower
-    /// while it is not).
-    pub fn tick(&mut self) -> bool {
+    /// timer; the masks; the stats file. Returns how often the next round
+    /// is needed (see [`Pace`]).
+    pub fn tick(&mut self) -> Pace {
         self.waits_this_tick = 0;
         let now = self.now();
         let t_ms = now as f64 / 1e6;
@@ -192,7 +192,23 @@ impl Monitor {
         if let Some(log) = &mut self.events {
             let _ = log.flush();
         }
-        self.waits_this_tick > 0 || self.ctrl.as_ref().is_some_and(|c| c.lock_intensive() > 0)
+        let contended =
+            self.waits_this_tick > 0 || self.ctrl.as_ref().is_some_and(|c| c.lock_intensive() > 0);
+        // Nothing to search without lock-intensive threads; a thread that
+        // just qualified still has to move.
+        let searching = self.ctrl.as_ref().is_some_and(|c| {
+            c.lock_intensive() > 0
+                && !matches!(c.search_state().map(|s| s.phase), Some(Phase::Settled))
+                || self
+                    .tracks
+                    .iter()
+                    .any(|t| !t.gone && c.will_place(&t.policy))
+        });
+        match (contended, searching) {
+            (false, _) => Pace::Idle,
+            (true, true) => Pace::Searching,
+            (true, false) => Pace::Settled,
+        }
     }
 
     /// Logs the program's progress once a [`PROGRESS_EVERY_NS`] window is
@@ -404,6 +420,26 @@ pub const MONITOR_NICE: i32 = -10;
 /// contention that starts is seen within it, and from then on every tick.
 pub const IDLE_TICK_MAX: Duration = Duration::from_millis(16);
 
+/// How many ticks apart the rounds are while the program is contended but
+/// the search has settled (or no policy searches): classification and a
+/// throughput fall are still seen within a few milliseconds, and a program
+/// whose threads yield often (each round reads every thread's CPU clock, a
+/// system call each, and wakes the monitor) keeps its CPU.
+pub const SETTLED_TICKS: u32 = 4;
+
+/// How soon the monitor's next round is needed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pace {
+    /// No lock waits and no lock-intensive thread: back off to
+    /// [`IDLE_TICK_MAX`].
+    Idle,
+    /// Contended and the SSC search under way (or a thread still to place):
+    /// every tick, so that it settles fast.
+    Searching,
+    /// Contended, nothing to search: every [`SETTLED_TICKS`] ticks.
+    Settled,
+}
+
 /// The process's monitor, shared by its thread and the exit flush.
 static MONITOR: Mutex<Option<Monitor>> = Mutex::new(None);
 
@@ -468,16 +504,16 @@ pub fn start(
             let mut sleep = tick;
             loop {
                 std::thread::sleep(sleep);
-                let contended = match lock_monitor().as_mut() {
+                let pace = match lock_monitor().as_mut() {
                     Some(m) => m.tick(),
                     None => return,
                 };
                 // An uncontended program costs a round every IDLE_TICK_MAX,
                 // not every tick: each round reads every thread's CPU clock.
-                sleep = if contended {
-                    tick
-                } else {
-                    (sleep * 2).clamp(tick, IDLE_TICK_MAX.max(tick))
+                sleep = match pace {
+                    Pace::Searching => tick,
+                    Pace::Settled => tick * SETTLED_TICKS,
+                    Pace::Idle => (sleep * 2).clamp(tick, IDLE_TICK_MAX.max(tick)),
                 };
             }
         });
