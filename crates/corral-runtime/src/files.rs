@@ -288,6 +288,8 @@ mod tests {
         // the grandchild's pid and waits (never reaping it) until killed.
         let parent = unsafe { libc::fork() };
         if parent == 0 {
+            // SAFETY: as above; the pointers passed are to live locals and a
+            // static C string.
             unsafe {
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
                 libc::prctl(libc::PR_SET_NAME, c"corral".as_ptr());
@@ -302,11 +304,10 @@ mod tests {
             }
         }
         let mut zombie = 0i32;
-        // SAFETY: reads the four bytes of the pid the child wrote.
-        assert_eq!(
-            unsafe { libc::read(pipe[0], (&raw mut zombie).cast(), 4) },
-            4
-        );
+        // SAFETY: reads the four bytes of the pid the child wrote into a
+        // live local of that size.
+        let got = unsafe { libc::read(pipe[0], (&raw mut zombie).cast(), 4) };
+        assert_eq!(got, 4);
         while exited_child_of(zombie).is_none() {
             std::thread::yield_now();
         }
@@ -317,7 +318,7 @@ mod tests {
             "corral's unreaped child lost its stats"
         );
         // SAFETY: kills and reaps the child forked above (init reaps the
-        // grandchild).
+        // grandchild) and closes the pipe's two ends, ours alone.
         unsafe {
             libc::kill(parent, libc::SIGKILL);
             libc::waitpid(parent, core::ptr::null_mut(), 0);
