@@ -9,7 +9,7 @@ use std::time::Duration;
 
 /// How long the one-time tick-to-nanosecond calibration samples both clocks.
 /// Each end reads the TSC between two CLOCK_MONOTONIC reads at most
-/// [`CALIBRATION_BRACKET_NS`] apart, so the error is below 1 us in 250 us
+/// 1 us apart, so the error is below 1 us in 250 us
 /// (0.4%; typically 50 ns, 0.02%). Every root process under corral pays it
 /// once, at load: 5 ms was most of what `corral run -- /bin/true` cost.
 pub const CALIBRATION_WINDOW: Duration = Duration::from_micros(250);
