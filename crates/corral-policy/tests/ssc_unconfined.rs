@@ -75,33 +75,25 @@ fn a_collapsing_program_keeps_its_small_ssc() {
     assert!(!kinds(&driver.log).contains(&DecisionKind::ProbeUnconfined));
 }
 
-#[test]
-fn rounds_close_by_time_once_enough_progress_is_counted() {
+/// When, after the warm-up, the first round closes with no slice ends at
+/// all (threads that use little CPU) and `per_ms` attempts a millisecond.
+fn first_round_by_time(per_ms: u64) -> Option<u64> {
     let params = SscParams::user_space();
-    let every = params.progress_round;
-    let start = params.vote_warmup;
-    // No slice ends at all (threads that use little CPU): progress alone.
     let driver = Driver::new(params, 8, 2);
     let ms = 1_000_000;
-    let mut first = None;
-    for step in 1..=200u64 {
-        let now = start + step * ms;
-        // 20 attempts a millisecond: the 400 needed take 20 ms.
-        if driver.ctl.observe_progress(20, now).is_some() {
-            first = Some(now - start);
-            break;
-        }
-    }
-    assert_eq!(first, Some(20 * ms));
+    (1..=200u64).map(|step| step * ms).find(|&t| {
+        driver
+            .ctl
+            .observe_progress(per_ms, params.vote_warmup + t)
+            .is_some()
+    })
+}
+
+#[test]
+fn rounds_close_by_time_once_enough_progress_is_counted() {
+    let every = SscParams::user_space().progress_round;
+    // 20 attempts a millisecond: the 400 needed take 20 ms.
+    assert_eq!(first_round_by_time(20), Some(2 * every));
     // Too little progress: the round waits ten times as long.
-    let driver = Driver::new(SscParams::user_space(), 8, 2);
-    let mut first = None;
-    for step in 1..=200u64 {
-        let now = start + step * ms;
-        if driver.ctl.observe_progress(3, now).is_some() {
-            first = Some(now - start);
-            break;
-        }
-    }
-    assert_eq!(first, Some(10 * every));
+    assert_eq!(first_round_by_time(3), Some(10 * every));
 }

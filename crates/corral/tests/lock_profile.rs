@@ -4,6 +4,8 @@
 //! its contended count agrees with the per-thread counters, which the
 //! waiting code keeps apart from the profile.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -11,29 +13,11 @@ fn scratch(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("corral-lockprof-{}-{name}", std::process::id()))
 }
 
-/// Builds the fixture with debug info as `name` (one per test: they run
-/// in parallel); `None` without a C compiler.
+/// Builds the fixture as `name` (one per test: they run in parallel);
+/// `None` without a C compiler.
 fn build_fixture(name: &str) -> Option<PathBuf> {
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hot_lock.c");
     let exe = scratch(name);
-    let ok = Command::new("cc")
-        .args(["-g", "-O1", "-pthread", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .status()
-        .ok()?
-        .success();
-    ok.then_some(exe)
-}
-
-fn preload() -> PathBuf {
-    let exe = PathBuf::from(env!("CARGO_BIN_EXE_corral"));
-    let lib = exe.parent().unwrap().join("libcorral_preload.so");
-    assert!(
-        lib.is_file(),
-        "build the preload library first: cargo build -p corral-preload"
-    );
-    lib
+    common::build_hot_lock(&exe).then_some(exe)
 }
 
 /// The line of the fixture marked `HOT_LOCK_LINE`.
@@ -59,7 +43,7 @@ fn names_the_hot_lock_and_its_caller_and_counts_as_the_threads_do() {
     };
     let report = scratch("report.json");
     let out = Command::new(env!("CARGO_BIN_EXE_corral"))
-        .env("CORRAL_PRELOAD", preload())
+        .env("CORRAL_PRELOAD", common::preload())
         .args(["run", "--policy", "none", "--per-thread", "--report"])
         .arg(&report)
         .arg("--")
@@ -112,7 +96,7 @@ fn no_lock_profile_keeps_none() {
     };
     let report = scratch("off.json");
     let out = Command::new(env!("CARGO_BIN_EXE_corral"))
-        .env("CORRAL_PRELOAD", preload())
+        .env("CORRAL_PRELOAD", common::preload())
         .args(["run", "--policy", "none", "--no-lock-profile", "--report"])
         .arg(&report)
         .arg("--")

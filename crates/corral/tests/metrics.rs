@@ -2,6 +2,8 @@
 //! still with its locks final, parsed by a Prometheus text-format parser
 //! (`prometheus-parse`), and its numbers are the JSON report's.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -29,21 +31,12 @@ static ONE_RUN: std::sync::Mutex<()> = std::sync::Mutex::new(());
 #[test]
 fn a_scrape_parses_and_agrees_with_the_report() {
     let _one = ONE_RUN.lock().unwrap_or_else(|p| p.into_inner());
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hot_lock.c");
     let exe = scratch("hot_lock");
-    let built = Command::new("cc")
-        .args(["-g", "-O1", "-pthread", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .status();
-    if !built.is_ok_and(|s| s.success()) {
+    if !common::build_hot_lock(&exe) {
         eprintln!("no C compiler: skipped");
         return;
     }
-    let lib = PathBuf::from(env!("CARGO_BIN_EXE_corral"))
-        .parent()
-        .unwrap()
-        .join("libcorral_preload.so");
+    let lib = common::preload();
     let report = scratch("report.json");
     let mut child = Command::new(env!("CARGO_BIN_EXE_corral"))
         .env("CORRAL_PRELOAD", &lib)

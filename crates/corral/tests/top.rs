@@ -1,8 +1,9 @@
 //! `corral top` driven in tmux (an 80x24 terminal): it shows a running
 //! program's top lock and caller, and `q` quits.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 fn tmux(sock: &str, args: &[&str]) -> std::process::Output {
@@ -21,22 +22,13 @@ fn shows_the_hot_lock_and_its_caller_and_quits_on_q() {
         eprintln!("no tmux (scripts/ci-deps.sh installs it): skipped");
         return;
     }
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hot_lock.c");
     let exe = std::env::temp_dir().join(format!("corral-top-{}", std::process::id()));
-    let built = Command::new("cc")
-        .args(["-g", "-O1", "-pthread", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .status();
-    if !built.is_ok_and(|s| s.success()) {
+    if !common::build_hot_lock(&exe) {
         eprintln!("no C compiler: skipped");
         return;
     }
     let corral = env!("CARGO_BIN_EXE_corral");
-    let lib = PathBuf::from(corral)
-        .parent()
-        .unwrap()
-        .join("libcorral_preload.so");
+    let lib = common::preload();
     let mut prog = Command::new(corral)
         .env("CORRAL_PRELOAD", &lib)
         .args(["run", "--policy", "none", "--quiet", "--"])

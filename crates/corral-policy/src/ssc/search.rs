@@ -55,6 +55,20 @@ pub struct Refine {
     pub streak: i32,
 }
 
+impl Refine {
+    /// The next side to probe: the other side at this step if the center
+    /// has not moved at it, else the halved step from the + side.
+    fn advance(&mut self) {
+        if self.dir > 0 && self.moved_dir == 0 {
+            self.dir = -1;
+        } else {
+            self.step /= 2;
+            self.dir = 1;
+            self.moved_dir = 0;
+        }
+    }
+}
+
 /// Inputs of one determination.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Round {
@@ -317,13 +331,7 @@ impl SearchState {
                 self.phase = Phase::Refine(refine);
                 return Step::to(DecisionKind::RefineProbe, thro, refine.probe);
             }
-            if refine.dir > 0 && refine.moved_dir == 0 {
-                refine.dir = -1;
-            } else {
-                refine.step /= 2;
-                refine.dir = 1;
-                refine.moved_dir = 0;
-            }
+            refine.advance();
         }
         if let Some(probe) =
             self.probe_unconfined(params, round, refine.center, refine.center_thro, thro)
@@ -366,13 +374,7 @@ impl SearchState {
             return self.next_probe(params, round, refine, thro);
         }
         if refine.streak <= -confirmations {
-            if refine.dir > 0 && refine.moved_dir == 0 {
-                refine.dir = -1;
-            } else {
-                refine.step /= 2;
-                refine.dir = 1;
-                refine.moved_dir = 0;
-            }
+            refine.advance();
             return self.next_probe(params, round, refine, thro);
         }
         self.phase = Phase::Refine(refine);
