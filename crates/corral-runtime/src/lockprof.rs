@@ -11,7 +11,7 @@
 //! the record's two cache lines at once.
 
 use core::cell::Cell;
-use core::sync::atomic::{AtomicPtr, Ordering};
+use core::sync::atomic::{AtomicI32, AtomicPtr, Ordering};
 
 use crate::abi::{lock_kind, LockRecord, LOCK_CALLERS, LOCK_OVERFLOW, LOCK_SLOTS};
 
@@ -35,6 +35,12 @@ pub const UNKNOWN_CALLER: u64 = 1;
 /// The table's first slot; null while no profile is kept.
 static TABLE: AtomicPtr<LockRecord> = AtomicPtr::new(core::ptr::null_mut());
 
+/// The process that attached the table: only it saves its maps at exit. A
+/// child made by a raw clone runs no atfork handler, so it still sees the
+/// table, and its exit must not allocate (another thread of the parent
+/// may have held malloc's lock at the clone: the child would hang).
+static OWNER: AtomicI32 = AtomicI32::new(0);
+
 std::thread_local! {
     /// Contended acquisitions left before this thread's next caller sample.
     /// Const-initialised, no destructor: first use allocates nothing.
@@ -57,6 +63,10 @@ pub fn attach(map: &mut crate::stats::StatsMap) {
         .store(LOCK_OVERFLOW, Ordering::Relaxed);
     // Relaxed: a monitoring flag for readers.
     map.header().lock_profile.store(1, Ordering::Relaxed);
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() };
+    // Relaxed: read by this process alone, at its exit.
+    OWNER.store(pid, Ordering::Relaxed);
     // Release: a waiter that sees the table sees its initialised slots.
     TABLE.store(table.as_ptr() as *mut LockRecord, Ordering::Release);
 }
@@ -199,9 +209,13 @@ fn count_caller(r: &LockRecord, caller: u64) {
 /// Copies `/proc/self/maps` to `path` (owner-only, see
 /// [`crate::files::create_private`]) at exit, so that the CLI can map
 /// callers' addresses to files after the process is gone. Only where the
-/// profile is kept.
+/// profile is kept, and only by the process that attached it.
 pub fn save_maps(path: &std::path::Path) {
-    if !is_on() {
+    // SAFETY: getpid has no preconditions (not cached: right after a raw
+    // clone too).
+    let pid = unsafe { libc::getpid() };
+    // Relaxed: written once by this process's load, before any exit.
+    if !is_on() || OWNER.load(Ordering::Relaxed) != pid {
         return;
     }
     let Ok(maps) = std::fs::read("/proc/self/maps") else {
