@@ -288,8 +288,9 @@ impl Bench<'_> {
 
     /// Sizes the work so that glibc's run takes about `target`: small runs
     /// first, growing until one is long enough to scale from, then one more
-    /// run at the chosen size, re-sized while it lands outside a third to
-    /// three times the target (a slow outlier among the probes, as
+    /// run at the chosen size, re-sized (at the fastest rate seen) while it
+    /// lands outside a third to three times the target (a slow outlier among
+    /// the probes, as
     /// `sysbench threads` has at 2 threads, would otherwise leave every
     /// column a run of a few milliseconds, all start-up).
     fn calibrate(&self, app: App, threads: u32, target: f64) -> Result<u64, CliError> {
@@ -297,6 +298,11 @@ impl Bench<'_> {
         // Whether `work` was scaled from a long enough run (then one run
         // within range accepts it).
         let mut checked = false;
+        // The fastest rate any probe showed (units of work per second): a
+        // program that sometimes stalls for a fixed time (stress-ng's mutex
+        // stressor, 0.5 s now and then, under glibc too) is sized on its
+        // work, not on the stall.
+        let mut best_rate = 0f64;
         for _ in 0..10 {
             let s = self.sample(app, Column::Glibc, threads, work)?;
             if s.status != Status::Ok {
@@ -312,9 +318,10 @@ impl Bench<'_> {
             if (1.0 / 3.0..=3.0).contains(&scale) && checked {
                 return Ok(work);
             }
+            best_rate = best_rate.max(work as f64 / t);
             work = if scale <= 3.0 {
                 checked = true;
-                ((work as f64 * scale).round() as u64).max(1)
+                ((target * best_rate).round() as u64).max(1)
             } else {
                 // Aim the next probe at half the target: no probe overshoots far.
                 ((work as f64 * (scale / 2.0).min(64.0)).ceil() as u64).max(work + 1)
