@@ -341,9 +341,14 @@ fn with_signals_blocked<T>(f: impl FnOnce() -> T) -> T {
 extern "C" fn on_unload() {
     if !FORKED.load(Ordering::Relaxed) {
         monitor::final_flush();
-        // SAFETY: getpid has no preconditions.
-        let pid = unsafe { libc::getpid() };
-        corral_runtime::lockprof::save_maps(&corral_runtime::files::maps_path(pid));
+        // Asked before the path is built: a raw-cloned child must not
+        // allocate here (its parent's other threads may have held malloc's
+        // lock at the clone).
+        if corral_runtime::lockprof::saves_maps() {
+            // SAFETY: getpid has no preconditions.
+            let pid = unsafe { libc::getpid() };
+            corral_runtime::lockprof::save_maps(&corral_runtime::files::maps_path(pid));
+        }
     }
 }
 

@@ -206,16 +206,23 @@ fn count_caller(r: &LockRecord, caller: u64) {
     r.other_samples.fetch_add(1, Ordering::Relaxed);
 }
 
+/// Whether this process saves its maps at exit: it keeps the profile and
+/// attached it itself. Allocates nothing, so a raw-cloned child may ask
+/// before it builds the path.
+pub fn saves_maps() -> bool {
+    // SAFETY: getpid has no preconditions (not cached: right after a raw
+    // clone too).
+    let pid = unsafe { libc::getpid() };
+    // Relaxed: written once by this process's load, before any exit.
+    is_on() && OWNER.load(Ordering::Relaxed) == pid
+}
+
 /// Copies `/proc/self/maps` to `path` (owner-only, see
 /// [`crate::files::create_private`]) at exit, so that the CLI can map
 /// callers' addresses to files after the process is gone. Only where the
 /// profile is kept, and only by the process that attached it.
 pub fn save_maps(path: &std::path::Path) {
-    // SAFETY: getpid has no preconditions (not cached: right after a raw
-    // clone too).
-    let pid = unsafe { libc::getpid() };
-    // Relaxed: written once by this process's load, before any exit.
-    if !is_on() || OWNER.load(Ordering::Relaxed) != pid {
+    if !saves_maps() {
         return;
     }
     let Ok(maps) = std::fs::read("/proc/self/maps") else {
