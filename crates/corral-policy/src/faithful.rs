@@ -121,10 +121,8 @@ pub fn scaling_factor(miss_ratio: f64, lock_contention: f64) -> f64 {
 /// period. Clamped to [0, 1]; 0 with no thread time.
 #[inline]
 pub fn lock_contention(wait_ns: Nanos, thread_ns: Nanos) -> f64 {
-    if thread_ns == 0 {
-        return 0.0;
-    }
-    (wait_ns as f64 / thread_ns as f64).min(1.0)
+    // The same share as paper 1's per-slice wait share, over a period.
+    crate::detect::wait_share(wait_ns, thread_ns)
 }
 
 /// Last-level cache miss ratio, misses over references; `None` when

@@ -127,9 +127,10 @@ impl Pending {
     #[inline]
     pub fn end(self, ticks: u64) {
         let r = self.rec;
+        // Relaxed throughout: statistics; readers tolerate a record
+        // mid-update (and a claimed address never changes).
         let shared =
-            self.kind == lock_kind::RW_READ || r.addr.load(Ordering::Relaxed) == LOCK_OVERFLOW; // Relaxed: fixed once claimed.
-                                                                                                // Relaxed throughout: statistics; readers tolerate a record mid-update.
+            self.kind == lock_kind::RW_READ || r.addr.load(Ordering::Relaxed) == LOCK_OVERFLOW;
         if shared {
             r.contended.fetch_add(1, Ordering::Relaxed);
             r.wait_ticks.fetch_add(ticks, Ordering::Relaxed);
