@@ -47,6 +47,8 @@ impl Bench {
                     core,
                     slice_len: SLICE,
                     lock_wait: SLICE,
+                    waits: 0,
+                    realtime: false,
                 },
                 0,
             );
@@ -79,6 +81,8 @@ impl Bench {
             core: self.core_of[i],
             slice_len: SLICE,
             lock_wait: (share * SLICE as f64) as Nanos,
+            waits: 0,
+            realtime: false,
         };
         black_box(self.ctl.on_slice_end(thread, obs, self.now))
     }
@@ -104,6 +108,8 @@ fn slice_end(c: &mut Criterion) {
         core: 0,
         slice_len: SLICE,
         lock_wait: SLICE / 3,
+        waits: 0,
+        realtime: false,
     };
     c.bench_function("slice_end_only", |b| {
         b.iter(|| {

@@ -27,6 +27,16 @@ pub struct DetectParams {
     /// Paper 2 gives no value; three slices ride out one lucky slice without
     /// keeping a cooled thread on the SSC for long.
     pub release_after_slices: u32,
+    /// What one contended acquisition costs beyond the wait itself where
+    /// waiters sleep (a futex sleep and wake, two context switches: about
+    /// 2 us). Confinement can save only that, so a slice qualifies only if
+    /// its contended acquisitions cost over `qualify_share` of it too: a
+    /// thread that waits long but seldom (git grep's workers: 2-20 waits
+    /// per ms of CPU, against sysbench mutex's 350-1,300) sleeps rather
+    /// than wastes, and confining it only takes cores from its parallel
+    /// part. 0: no such test (kernel spin locks, where the wait is the
+    /// waste; paper 1).
+    pub handoff_ns: Nanos,
 }
 
 impl Default for DetectParams {
@@ -35,6 +45,7 @@ impl Default for DetectParams {
             qualify_share: 0.10,
             release_share: 0.05,
             release_after_slices: 3,
+            handoff_ns: 0,
         }
     }
 }
@@ -49,12 +60,15 @@ pub fn wait_share(lock_wait: Nanos, slice_len: Nanos) -> f64 {
     (lock_wait as f64 / slice_len as f64).min(1.0)
 }
 
-/// Does this slice qualify its thread as lock intensive? (Paper 1, Alg. 3
-/// line 5: `acc_lock_time > T x slice_len`, evaluated in integers so the
-/// boundary is exact.)
+/// Does this slice, with `waits` contended acquisitions, qualify its
+/// thread as lock intensive? (Paper 1, Alg. 3 line 5: `acc_lock_time > T x
+/// slice_len`; with [`DetectParams::handoff_ns`], also `waits x handoff >
+/// T x slice_len`.)
 #[inline]
-pub fn qualifies(params: &DetectParams, lock_wait: Nanos, slice_len: Nanos) -> bool {
-    slice_len > 0 && lock_wait as f64 > params.qualify_share * slice_len as f64
+pub fn qualifies(params: &DetectParams, lock_wait: Nanos, waits: u64, slice_len: Nanos) -> bool {
+    let bar = params.qualify_share * slice_len as f64;
+    let handoffs_cost = params.handoff_ns == 0 || waits as f64 * params.handoff_ns as f64 > bar;
+    slice_len > 0 && lock_wait as f64 > bar && handoffs_cost
 }
 
 /// Is this slice quiet (share below [`DetectParams::release_share`])?
@@ -272,10 +286,10 @@ mod tests {
         assert_eq!(wait_share(5, 0), 0.0);
         assert!((wait_share(25, 100) - 0.25).abs() < 1e-12);
         assert!(
-            !qualifies(&p, 10, 100),
+            !qualifies(&p, 10, 0, 100),
             "exactly T does not qualify (strict >)"
         );
-        assert!(qualifies(&p, 11, 100));
+        assert!(qualifies(&p, 11, 0, 100));
         assert!(is_quiet(&p, 4, 100));
         assert!(!is_quiet(&p, 5, 100));
     }

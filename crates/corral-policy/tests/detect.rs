@@ -24,14 +24,32 @@ fn share_is_waits_over_slice_length() {
 #[test]
 fn threshold_qualifies_strictly_above_t() {
     let p = DetectParams::default();
-    assert!(!qualifies(&p, 100_000, 1_000_000));
-    assert!(qualifies(&p, 100_001, 1_000_000));
-    assert!(!qualifies(&p, 5, 0));
+    assert!(!qualifies(&p, 100_000, 0, 1_000_000));
+    assert!(qualifies(&p, 100_001, 0, 1_000_000));
+    assert!(!qualifies(&p, 5, 0, 0));
     let strict = DetectParams {
         qualify_share: 0.5,
         ..p
     };
-    assert!(!qualifies(&strict, 400, 1_000));
+    assert!(!qualifies(&strict, 400, 0, 1_000));
+}
+
+#[test]
+fn with_a_handoff_cost_a_long_but_seldom_wait_does_not_qualify() {
+    let p = corral_policy::ssc::SscParams::user_space().detect;
+    assert!(p.handoff_ns > 0);
+    let slice = 1_000_000;
+    // Half the slice asleep behind a holder, in 3 waits (git grep's
+    // workers): confinement could save only 3 hand-offs.
+    assert!(!qualifies(&p, slice / 2, 3, slice));
+    // The same wait in hundreds of hand-offs (sysbench mutex) qualifies.
+    assert!(qualifies(&p, slice / 2, 500, slice));
+    // Many waits but a short total wait still does not.
+    assert!(!qualifies(&p, slice / 20, 500, slice));
+    // Without the cost (kernel spin locks, paper 1) the count is ignored.
+    let kernel = corral_policy::ssc::SscParams::kernel().detect;
+    assert_eq!(kernel.handoff_ns, 0);
+    assert!(qualifies(&kernel, slice / 2, 0, slice));
 }
 
 #[test]

@@ -4,6 +4,7 @@
 
 mod ssc_driver;
 
+use corral_policy::placement::Placement;
 use corral_policy::ssc::{DecisionKind, MigState, Phase, SliceObs, SscParams, ThreadAction};
 use ssc_driver::*;
 
@@ -20,6 +21,8 @@ fn quiet_slices_until_release(driver: &mut Driver, limit: u32) -> Option<u32> {
                 core: driver.core_of[0],
                 slice_len: SLICE,
                 lock_wait: 0,
+                waits: 0,
+                realtime: false,
             };
             driver.ctl.on_slice_end(thread, obs, driver.now).action
         };
@@ -211,5 +214,60 @@ fn measured_progress_replaces_n_one_minus_p() {
     assert_eq!(
         settle_with_progress(improved(), &unimodal(12), &agreeing),
         12
+    );
+}
+
+/// One slice of thread `i`, fully contended, in a real-time class or not.
+fn contended_slice(driver: &mut Driver, i: usize, realtime: bool) -> ThreadAction {
+    let thread = &mut driver.threads[i];
+    driver.ctl.begin_slice(thread, driver.now);
+    driver.now += STEP;
+    let obs = SliceObs {
+        core: driver.core_of[i],
+        slice_len: SLICE,
+        lock_wait: SLICE,
+        waits: HANDOFFS,
+        realtime,
+    };
+    driver.ctl.on_slice_end(thread, obs, driver.now).action
+}
+
+#[test]
+fn a_real_time_thread_is_never_placed_and_leaves_the_ssc_when_it_turns_real_time() {
+    let mut driver = Driver::new(SscParams::user_space(), 8, 8);
+    // A general thread that waits all its slice but runs SCHED_FIFO does
+    // not qualify, and stays unconfined while the others are confined.
+    let mut rt = driver.ctl.register_thread(PROGRAM + 1, driver.now);
+    for _ in 0..4 {
+        driver.ctl.begin_slice(&mut rt, driver.now);
+        driver.now += STEP;
+        let obs = SliceObs {
+            core: 0,
+            slice_len: SLICE,
+            lock_wait: SLICE,
+            waits: HANDOFFS,
+            realtime: true,
+        };
+        let out = driver.ctl.on_slice_end(&mut rt, obs, driver.now);
+        assert_eq!(out.action, ThreadAction::Stay);
+    }
+    assert_eq!(rt.is_mig, MigState::General);
+    assert!(driver.ctl.lock_intensive() > 0, "the others are confined");
+    assert_eq!(driver.ctl.placement(&rt), Placement::Unconfined);
+    // A thread on the SSC that turns real-time is sent back at once and
+    // placed nowhere; back in the fair class it may qualify again.
+    assert!(driver.threads[0].is_mig.is_lock_intensive());
+    assert_eq!(
+        contended_slice(&mut driver, 0, true),
+        ThreadAction::MigrateBack
+    );
+    assert_eq!(driver.threads[0].is_mig, MigState::General);
+    assert_eq!(
+        driver.ctl.placement(&driver.threads[0]),
+        Placement::Unconfined
+    );
+    assert_eq!(
+        contended_slice(&mut driver, 0, false),
+        ThreadAction::Qualified
     );
 }

@@ -134,6 +134,8 @@ fn votes_from_before_a_bound_change_are_dropped() {
         core: stale_core,
         slice_len: SLICE,
         lock_wait: SLICE,
+        waits: 0,
+        realtime: false,
     };
     let out = driver.ctl.on_slice_end(&mut stale, obs, driver.now);
     assert!(!out.voted);
@@ -194,6 +196,8 @@ fn slice_with_arrival(ctl: &SscController, thread: &mut ThreadPolicyState, now: 
         core: target,
         slice_len: SLICE,
         lock_wait: SLICE / 2,
+        waits: 0,
+        realtime: false,
     };
     ctl.on_slice_end(thread, obs, now + 2 * STEP).voted
 }
@@ -213,6 +217,8 @@ fn a_thread_votes_only_after_a_full_slice_on_the_ssc() {
         core: driver.ctl.ssc_cores()[0],
         slice_len: SLICE,
         lock_wait: SLICE / 2,
+        waits: 0,
+        realtime: false,
     };
     let settled = &mut driver.threads[0];
     driver.ctl.begin_slice(settled, driver.now - STEP);

@@ -62,6 +62,8 @@ struct Track {
     policy: ThreadPolicyState,
     window_cpu_start: u64,
     window_wait_ticks: u64,
+    /// Contended acquisitions in the open window.
+    window_waits: u64,
     cpu_ns: u64,
     wait_ticks: u64,
     contended: u64,
@@ -79,6 +81,7 @@ impl Track {
             policy,
             window_cpu_start: cpu_start,
             window_wait_ticks: 0,
+            window_waits: 0,
             cpu_ns: cpu_start,
             wait_ticks: 0,
             contended: 0,
@@ -291,6 +294,7 @@ impl Monitor {
         self.series.1 += sample.waits;
         track.attempts_seen = sample.attempts;
         track.window_wait_ticks += sample.wait_ticks;
+        track.window_waits += sample.waits;
         track.wait_ticks += sample.wait_ticks;
         track.contended += sample.waits;
         let Some(cpu) = sample.cpu_ns else {
@@ -326,6 +330,8 @@ impl Monitor {
     fn close_window(&mut self, i: usize, slice_len: u64, applied: Placement, now: u64, t_ms: f64) {
         let track = &mut self.tracks[i];
         let lock_wait = ticks_to_ns(track.window_wait_ticks);
+        let waits = core::mem::take(&mut track.window_waits);
+        let realtime = self.ctrl.is_some() && corral_locks::sys::sched::is_realtime(track.tid);
         let share = corral_policy::detect::wait_share(lock_wait, slice_len);
         track.last_share_ppm = (share * 1e6) as u32;
         track.slices += 1;
@@ -342,6 +348,8 @@ impl Monitor {
             core,
             slice_len,
             lock_wait,
+            waits,
+            realtime,
         };
         let out = ctrl.on_slice_end(&mut track.policy, obs, now);
         ctrl.begin_slice(&mut track.policy, now);

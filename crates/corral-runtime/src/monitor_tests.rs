@@ -5,8 +5,8 @@ use crate::events::read_log;
 use crate::waiting::thread_cpu_ns;
 use std::sync::mpsc;
 
-/// Registers a thread that reports `wait_ns` of lock waiting over at
-/// least `cpu_ns` of CPU time, then parks until told to exit.
+/// Registers a thread that reports `wait_ns` of lock waiting (in waits of
+/// 1 us) over at least `cpu_ns` of CPU time, then parks until told to exit.
 fn thread_with_share(
     wait_ns: u64,
     cpu_ns: u64,
@@ -25,9 +25,13 @@ fn thread_with_share(
         while thread_cpu_ns() < start + cpu_ns {
             std::hint::black_box(0u64);
         }
-        registry::slot(index)
-            .wait
-            .record(corral_locks::wait::ns_to_ticks(wait_ns));
+        // In waits of 1 us: hand-offs, as a contended lock has them (the
+        // user-space preset counts them, DetectParams::handoff_ns).
+        for _ in 0..wait_ns / 1_000 {
+            registry::slot(index)
+                .wait
+                .record(corral_locks::wait::ns_to_ticks(1_000));
+        }
         exit_rx.recv().unwrap();
     });
     let (tid, index) = ready_rx.recv().unwrap();

@@ -136,6 +136,8 @@ impl SimPolicy for Lca {
             core,
             slice_len: run_ns,
             lock_wait: wait_ns,
+            waits: 0,
+            realtime: false,
         };
         // The action is read back through `allowed` (migrate-back) and
         // `on_lock_attempt` (qualified threads move there).

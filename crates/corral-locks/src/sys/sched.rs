@@ -46,6 +46,17 @@ fn errno() -> Errno {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
 
+/// Does thread `tid` run in a real-time class (SCHED_FIFO, SCHED_RR,
+/// SCHED_DEADLINE)? False for a thread that is gone.
+pub fn is_realtime(tid: i32) -> bool {
+    // SAFETY: no pointer arguments; a bad tid is an error return.
+    let policy = unsafe { libc::sched_getscheduler(tid) };
+    matches!(policy, libc::SCHED_FIFO | libc::SCHED_RR | SCHED_DEADLINE)
+}
+
+/// SCHED_DEADLINE (not bound by the libc crate).
+const SCHED_DEADLINE: i32 = 6;
+
 /// Thread `tid`'s attributes (`sched_getattr`).
 pub fn get_attr(tid: i32) -> Result<SchedAttr, Errno> {
     let mut attr = SchedAttr::default();

@@ -55,6 +55,7 @@ impl SscController {
             slice_begin: now,
             quiet: QuietStreak::default(),
             program_key,
+            realtime: false,
         }
     }
 
@@ -114,6 +115,9 @@ impl SscController {
     /// attempts.
     #[inline]
     pub fn placement(&self, thread: &ThreadPolicyState) -> Placement {
+        if thread.realtime {
+            return Placement::Unconfined;
+        }
         Placement::of(thread.is_mig, self.lock_intensive())
     }
 
@@ -192,9 +196,12 @@ impl SscController {
             voted: false,
             decision: None,
         };
+        thread.realtime = obs.realtime;
         match thread.is_mig {
             MigState::General => {
-                if !qualifies(&self.params.detect, obs.lock_wait, obs.slice_len) {
+                if obs.realtime
+                    || !qualifies(&self.params.detect, obs.lock_wait, obs.waits, obs.slice_len)
+                {
                     thread.quiet.observe_general(&self.params.detect);
                 } else {
                     thread.is_mig = MigState::QualifyToMigrate;
@@ -205,6 +212,11 @@ impl SscController {
                     }
                     out.action = ThreadAction::Qualified;
                 }
+            }
+            MigState::QualifyToMigrate | MigState::HaveMigrated if obs.realtime => {
+                // Turned real-time on the SSC: the program schedules it now.
+                self.send_back(thread);
+                out.action = ThreadAction::MigrateBack;
             }
             MigState::QualifyToMigrate | MigState::HaveMigrated => {
                 out.voted = self.vote(thread, obs);

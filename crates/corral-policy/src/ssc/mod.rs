@@ -35,7 +35,9 @@ mod params;
 mod search;
 
 pub use memory::{program_key, ClassMemory};
-pub use params::{Decision, DecisionKind, SscParams, PAPER_TSC_HZ, PAPER_VOTE_TICKS_PER_CORE};
+pub use params::{
+    Decision, DecisionKind, SscParams, PAPER_TSC_HZ, PAPER_VOTE_TICKS_PER_CORE, USER_HANDOFF_NS,
+};
 pub use search::{Phase, Refine, SearchState, UnconfinedProbe};
 
 use crate::detect::{is_quiet, qualifies, QuietStreak};
@@ -85,6 +87,9 @@ pub struct ThreadPolicyState {
     /// The driver's hash of the thread's program (or program and lock), the
     /// key of the classification memory.
     pub program_key: u64,
+    /// Its last slice ran in a real-time class: never placed (see
+    /// [`SliceObs::realtime`]).
+    pub realtime: bool,
 }
 
 impl ThreadPolicyState {
@@ -99,6 +104,7 @@ impl ThreadPolicyState {
             slice_begin: 0,
             quiet: QuietStreak::default(),
             program_key: 0,
+            realtime: false,
         }
     }
 }
@@ -112,6 +118,12 @@ pub struct SliceObs {
     pub slice_len: Nanos,
     /// Time spent waiting to acquire locks during it (`sum_j W_ij`).
     pub lock_wait: Nanos,
+    /// Acquisitions that had to wait during it (read only where
+    /// [`crate::detect::DetectParams::handoff_ns`] is set).
+    pub waits: u64,
+    /// The thread runs in a real-time class: its scheduling is the
+    /// program's own choice (as its affinity is), so it is never placed.
+    pub realtime: bool,
 }
 
 /// What a thread must do after a slice.
@@ -395,6 +407,8 @@ mod tests {
                             core,
                             slice_len: 1_000_000,
                             lock_wait: 300_000,
+                            waits: 0,
+                            realtime: false,
                         };
                         ctl.on_slice_end(&mut thread, obs, now + 1_000);
                     }

@@ -13,6 +13,11 @@ pub const PAPER_TSC_HZ: u64 = 1_900_000_000;
 /// `voting_slice > special_core_bound x 256,000` TSC ticks.
 pub const PAPER_VOTE_TICKS_PER_CORE: u64 = 256_000;
 
+/// The user-space preset's [`DetectParams::handoff_ns`]: a futex sleep and
+/// wake with their two context switches, about 2 us. With the 10% share a
+/// slice then needs more than 50 contended acquisitions per ms of CPU.
+pub const USER_HANDOFF_NS: Nanos = 2_000;
+
 /// Parameters of [`super::SscController`].
 ///
 /// Named presets: [`SscParams::default`] is the 2013 algorithm plus every
@@ -144,9 +149,15 @@ impl SscParams {
     /// SSC run queues, paper 2; user-space waiters give their core up, so a
     /// long SSC run queue costs little there too), plus "no confinement" as
     /// a candidate and time-closed rounds: the runtime counts every lock
-    /// attempt of the program, so it can tell when confinement hurts.
+    /// attempt of the program, so it can tell when confinement hurts. Its
+    /// waiters sleep, so only threads whose contended acquisitions cost a
+    /// share of their time qualify ([`DetectParams::handoff_ns`]).
     pub fn user_space() -> Self {
         SscParams {
+            detect: DetectParams {
+                handoff_ns: USER_HANDOFF_NS,
+                ..DetectParams::default()
+            },
             probe_unconfined: true,
             // 10 ms rounds of at least 400 attempts (noise about 5%).
             progress_round: 10_000_000,

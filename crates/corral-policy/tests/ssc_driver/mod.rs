@@ -11,6 +11,9 @@ pub(crate) const SLICE: Nanos = 10_000_000;
 /// Simulated time between two slice ends (many cores run in parallel).
 pub(crate) const STEP: Nanos = 10_000;
 pub(crate) const PROGRAM: u64 = 0xC0FFEE;
+/// Contended acquisitions per slice: pure hand-offs (one a microsecond),
+/// far above any preset's hand-off test.
+pub(crate) const HANDOFFS: u64 = SLICE / 1_000;
 
 /// A round-robin driver: threads take turns running one slice each.
 pub(crate) struct Driver {
@@ -72,6 +75,8 @@ impl Driver {
                     core,
                     slice_len: SLICE,
                     lock_wait: SLICE,
+                    waits: HANDOFFS,
+                    realtime: false,
                 },
                 0,
             );
@@ -108,6 +113,8 @@ impl Driver {
             core: self.core_of[i],
             slice_len: SLICE,
             lock_wait: wait(thread.record_bound),
+            waits: HANDOFFS,
+            realtime: false,
         };
         let out = self.ctl.on_slice_end(thread, obs, self.now);
         if let Some(decision) = out.decision {

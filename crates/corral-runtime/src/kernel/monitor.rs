@@ -223,6 +223,8 @@ impl KernelMonitor {
             core: rec.cpu,
             slice_len: rec.len_ns,
             lock_wait: rec.wait_ns,
+            waits: u64::from(rec.nr_waits),
+            realtime: false,
         };
         let out = self.ctrl.on_slice_end(&mut entry.state, obs, end_ns);
         let share = rec.wait_share();
@@ -232,7 +234,12 @@ impl KernelMonitor {
         entry.wait_ns += rec.wait_ns;
         entry.waits += u64::from(rec.nr_waits);
         entry.max_share = entry.max_share.max(share);
-        if corral_policy::detect::qualifies(&self.cfg.ssc.detect, rec.wait_ns, rec.len_ns) {
+        if corral_policy::detect::qualifies(
+            &self.cfg.ssc.detect,
+            rec.wait_ns,
+            u64::from(rec.nr_waits),
+            rec.len_ns,
+        ) {
             entry.intensive_slices += 1;
         }
         entry.ever_intensive |= out.action == ThreadAction::Qualified;
