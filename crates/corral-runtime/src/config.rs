@@ -38,6 +38,10 @@ pub const ENV_EVENTS: &str = "CORRAL_EVENTS";
 /// Pid of the `corral run` that started the program: its direct child is
 /// the observed root process.
 pub const ENV_PARENT_PID: &str = "CORRAL_PARENT_PID";
+/// The machine's CPU topology as `corral run` read it from sysfs once
+/// (`topology::encode`): every process under it starts its monitor
+/// without reading sysfs again (a dozen files per CPU).
+pub const ENV_TOPOLOGY: &str = "CORRAL_TOPOLOGY";
 
 /// Default accounting window: 1 ms of thread CPU time, about one scheduler
 /// slice (paper 1 measures over scheduler slices, Sec. 3.2; EEVDF's base

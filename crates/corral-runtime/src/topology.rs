@@ -45,12 +45,47 @@ pub fn read_from(root: &Path) -> io::Result<Vec<CpuTopo>> {
         .collect())
 }
 
+/// `topo` as one line, `cpu:llc:node` per CPU, comma-separated: what
+/// `corral run` hands its processes in [`crate::config::ENV_TOPOLOGY`].
+pub fn encode(topo: &[CpuTopo]) -> String {
+    let parts: Vec<String> = topo
+        .iter()
+        .map(|c| format!("{}:{}:{}", c.cpu, c.llc, c.node))
+        .collect();
+    parts.join(",")
+}
+
+/// The topology [`encode`] wrote; `None` for anything else (then sysfs is
+/// read).
+pub fn decode(text: &str) -> Option<Vec<CpuTopo>> {
+    text.split(',')
+        .map(|part| {
+            let mut f = part.split(':').map(|n| n.parse::<u32>().ok());
+            let cpu = CpuTopo {
+                cpu: f.next()??,
+                llc: f.next()??,
+                node: f.next()??,
+            };
+            f.next().is_none().then_some(cpu)
+        })
+        .collect()
+}
+
+/// The topology `corral run` passed down, else sysfs's.
+fn read_inherited() -> io::Result<Vec<CpuTopo>> {
+    std::env::var(crate::config::ENV_TOPOLOGY)
+        .ok()
+        .and_then(|text| decode(&text))
+        .map_or_else(read_sysfs, Ok)
+}
+
 /// The SSC order (`corral_policy::placement::Topology::ssc_order`) of this
 /// machine's CPUs in `allowed`. The order is the policy's; this only reads
-/// sysfs. Where sysfs cannot be read or describes none of `allowed`, the
-/// order is `allowed` as given, and the error says why.
+/// the topology (as `corral run` passed it down, else sysfs). Where it
+/// cannot be read or describes none of `allowed`, the order is `allowed` as
+/// given, and the error says why.
 pub fn ssc_order(allowed: &[u32]) -> Result<Vec<u32>, (Vec<u32>, io::Error)> {
-    let topo = match read_sysfs() {
+    let topo = match read_inherited() {
         Ok(t) => t,
         Err(e) => return Err((allowed.to_vec(), e)),
     };
@@ -193,6 +228,27 @@ mod tests {
         let nodes: Vec<u32> = topo.iter().map(|c| c.node).collect();
         assert_eq!(llcs, vec![0, 1, 0, 1]);
         assert_eq!(nodes, vec![0, 1, 0, 1]);
+    }
+
+    #[test]
+    fn encoded_topology_decodes_to_itself_and_garbage_to_none() {
+        let topo = vec![
+            CpuTopo {
+                cpu: 0,
+                llc: 0,
+                node: 0,
+            },
+            CpuTopo {
+                cpu: 5,
+                llc: 4,
+                node: 1,
+            },
+        ];
+        assert_eq!(encode(&topo), "0:0:0,5:4:1");
+        assert_eq!(decode(&encode(&topo)), Some(topo));
+        for bad in ["", "0:0", "0:0:0:0", "0:x:0", "0:0:0,"] {
+            assert_eq!(decode(bad), None, "{bad:?}");
+        }
     }
 
     #[test]

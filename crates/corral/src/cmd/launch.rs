@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use corral_runtime::config::{RuntimeConfig, ENV_EVENTS, ENV_PARENT_PID};
+use corral_runtime::config::{RuntimeConfig, ENV_EVENTS, ENV_PARENT_PID, ENV_TOPOLOGY};
 use corral_runtime::stats::{StatsMap, StatsSnapshot};
 
 use super::signals;
@@ -180,6 +180,10 @@ pub(crate) fn launch_observed(
             cmd.env(k, v);
         }
         cmd.env(ENV_PARENT_PID, std::process::id().to_string());
+        // Read once here, not by every process that starts a monitor.
+        if let Ok(topo) = corral_runtime::topology::read_sysfs() {
+            cmd.env(ENV_TOPOLOGY, corral_runtime::topology::encode(&topo));
+        }
         match events {
             Some(p) => cmd.env(ENV_EVENTS, p),
             None => cmd.env_remove(ENV_EVENTS),
