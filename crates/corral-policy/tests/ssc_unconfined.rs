@@ -12,7 +12,12 @@ use ssc_driver::*;
 /// whole program makes `rate(bound)` lock attempts per slice step; returns
 /// the bound and the decision log.
 fn settle(threads: usize, rate: &dyn Fn(u32) -> u64) -> (u32, Vec<Decision>) {
-    let mut driver = Driver::new(SscParams::user_space(), 64, threads);
+    settle_on(64, threads, rate)
+}
+
+/// [`settle`] on `cores` cores.
+fn settle_on(cores: u32, threads: usize, rate: &dyn Fn(u32) -> u64) -> (u32, Vec<Decision>) {
+    let mut driver = Driver::new(SscParams::user_space(), cores, threads);
     let share = unimodal(4);
     for _ in 0..200_000 {
         let bound = driver.ctl.bound();
@@ -73,6 +78,22 @@ fn a_collapsing_program_keeps_its_small_ssc() {
     let mut driver = Driver::new(SscParams::kernel(), 64, 16);
     driver.settle(&unimodal(1));
     assert!(!kinds(&driver.log).contains(&DecisionKind::ProbeUnconfined));
+}
+
+#[test]
+fn where_the_doubling_measured_every_core_it_is_not_probed_again() {
+    // Two cores: the doubling's step to 2 is every core, and its
+    // confirmed-worse rounds there already measured it. Probing it again
+    // spent two more rounds at a third of the rate (sysbench mutex).
+    let (bound, log) = settle_on(2, 2, &|n| if n == 1 { 3_000 } else { 1_000 });
+    assert_eq!(bound, 1);
+    let k = kinds(&log);
+    assert!(!k.contains(&DecisionKind::ProbeUnconfined), "{k:?}");
+    assert_eq!(k, [DecisionKind::Double, DecisionKind::RefineSettle]);
+    // Every core within the margin of the best bound is still probed.
+    let (bound, log) = settle_on(2, 2, &|n| if n == 1 { 1_020 } else { 1_000 });
+    assert_eq!(bound, 2);
+    assert!(kinds(&log).contains(&DecisionKind::ProbeUnconfined));
 }
 
 /// When, after the warm-up, the first round closes with no slice ends at

@@ -84,6 +84,20 @@ pub(crate) struct Round {
     pub useful_perc: f64,
 }
 
+impl Round {
+    /// Lock-intensive threads on the SSC (at least 1).
+    fn work_cores(&self) -> u32 {
+        self.lock_intensive.min(self.bound).max(1)
+    }
+
+    /// Alg. 4 lines 2-4: T = useful_perc x work_cores, or the measured rate
+    /// where there is one.
+    fn thro(&self) -> f64 {
+        self.measured
+            .unwrap_or(self.useful_perc * f64::from(self.work_cores()))
+    }
+}
+
 /// What a determination does to the bound.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum BoundMove {
@@ -156,13 +170,10 @@ impl SearchState {
         }
     }
 
-    /// One determination (Alg. 4). Lines 2-4: T = useful_perc x work_cores,
-    /// or the measured rate where there is one.
+    /// One determination (Alg. 4) on the round's T ([`Round::thro`]).
     pub(crate) fn determine(&mut self, params: &SscParams, round: Round) -> Step {
-        let work_cores = round.lock_intensive.min(round.bound).max(1);
-        let thro = round
-            .measured
-            .unwrap_or(round.useful_perc * f64::from(work_cores));
+        let work_cores = round.work_cores();
+        let thro = round.thro();
         match self.phase {
             Phase::Climb => self.climb(params, round, work_cores, thro),
             Phase::Refine(refine) => self.refine_round(params, round, refine, thro),
@@ -224,7 +235,10 @@ impl SearchState {
     }
 
     /// With `probe_unconfined`, a search about to settle on `center` below
-    /// every core measures every core first.
+    /// every core measures every core first, unless the round that decided
+    /// it was on every core and worse beyond the margin (a small machine,
+    /// where the doubling reaches every core: its confirmed-worse rounds
+    /// already measured it, and probing again only repeats them).
     fn probe_unconfined(
         &mut self,
         params: &SscParams,
@@ -234,6 +248,11 @@ impl SearchState {
         thro: f64,
     ) -> Option<Step> {
         if !params.probe_unconfined || center >= round.max_bound {
+            return None;
+        }
+        let measured_every_core = round.bound >= round.max_bound
+            && round.thro() < center_thro * (1.0 - params.unconfined_margin);
+        if measured_every_core {
             return None;
         }
         self.climbing = 0;
