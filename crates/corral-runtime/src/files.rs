@@ -242,6 +242,34 @@ pub fn remove_stale(dir: &Path) -> usize {
     removed
 }
 
+/// Removes the scratch directories `<prefix><pid>` in `base` of processes
+/// that are gone (a benchmark killed before its clean-up ran). Only plain
+/// directories of this user: a link of that name is left, never followed.
+/// Returns how many were removed.
+pub fn remove_stale_scratch(base: &Path, prefix: &str) -> usize {
+    let Ok(entries) = fs::read_dir(base) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(prefix))
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        // symlink_metadata: the entry itself, not what a link points to.
+        let ours = fs::symlink_metadata(entry.path())
+            .is_ok_and(|md| md.file_type().is_dir() && md.uid() == euid());
+        if ours && pid > 0 && !alive(pid) && fs::remove_dir_all(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -415,5 +443,34 @@ mod tests {
         assert!(!dead.exists());
         assert!(live.exists() && other.exists());
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn stale_scratch_of_a_dead_process_goes_and_links_and_live_ones_stay() {
+        let base = scratch("scratch");
+        // SAFETY: the child only calls _exit.
+        let dead = unsafe { libc::fork() };
+        if dead == 0 {
+            // SAFETY: async-signal-safe exit of the forked child.
+            unsafe { libc::_exit(0) };
+        }
+        // SAFETY: reaps the child forked above.
+        unsafe { libc::waitpid(dead, core::ptr::null_mut(), 0) };
+        let me = std::process::id();
+        fs::create_dir(base.join(format!("bench-{dead}"))).unwrap();
+        fs::write(base.join(format!("bench-{dead}/data")), b"x").unwrap();
+        fs::create_dir(base.join(format!("bench-{me}"))).unwrap();
+        // A planted link under a dead pid's name: neither it nor its target
+        // is touched.
+        let target = base.join("target");
+        fs::create_dir(&target).unwrap();
+        fs::write(target.join("keep"), b"x").unwrap();
+        let other = dead + 1_000_000;
+        symlink(&target, base.join(format!("bench-{other}"))).unwrap();
+        assert_eq!(remove_stale_scratch(&base, "bench-"), 1);
+        assert!(!base.join(format!("bench-{dead}")).exists());
+        assert!(base.join(format!("bench-{me}")).is_dir());
+        assert!(target.join("keep").is_file());
+        fs::remove_dir_all(&base).unwrap();
     }
 }

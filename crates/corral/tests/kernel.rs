@@ -256,6 +256,8 @@ fn attach_reports_slices_shares_and_read_back_affinity() {
         return; // refusal_not_root covers this machine
     }
     // A long run, killed once attach has seen enough; nothing waits on time.
+    // Its data in a scratch directory: killed, it cannot remove its own.
+    let dir = scratch("attach");
     let mut bench = corral()
         .args([
             "bench",
@@ -265,7 +267,9 @@ fn attach_reports_slices_shares_and_read_back_affinity() {
             "3",
             "--duration-ms",
             "60000",
+            "--dir",
         ])
+        .arg(&dir)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -280,6 +284,7 @@ fn attach_reports_slices_shares_and_read_back_affinity() {
     ]));
     let _ = bench.kill();
     let _ = bench.wait();
+    let _ = std::fs::remove_dir_all(&dir);
     let stderr = String::from_utf8_lossy(&out.stderr);
     if !out.status.success() && stderr.contains("kernel locks unavailable") {
         return; // a kernel that refuses: the refusal tests cover it

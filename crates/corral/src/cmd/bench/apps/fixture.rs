@@ -25,6 +25,8 @@ impl Fixture {
     /// Makes a new directory in `base` with pigz's input and the git
     /// repository, each if asked for.
     pub(crate) fn create(base: &Path, pigz_input: bool, repo: bool) -> io::Result<Fixture> {
+        // Those of runs killed before they could remove theirs.
+        corral_runtime::files::remove_stale_scratch(base, "corral-bench-apps.");
         let root = base.join(format!("corral-bench-apps.{}", std::process::id()));
         // A directory of this pid can only be a dead earlier run's.
         let _ = fs::remove_dir_all(&root);

@@ -42,11 +42,10 @@ impl Fixture {
         workers: usize,
         shape: FixtureShape,
     ) -> io::Result<Fixture> {
-        let root = base.join(format!(
-            "corral-bench-{}-{}",
-            bench.name(),
-            std::process::id()
-        ));
+        let prefix = format!("corral-bench-{}-", bench.name());
+        // Those of runs killed before they could remove theirs.
+        corral_runtime::files::remove_stale_scratch(base, &prefix);
+        let root = base.join(format!("{prefix}{}", std::process::id()));
         let _ = fs::remove_dir_all(&root);
         fs::create_dir_all(&root)?;
         let fixture = Fixture {
