@@ -71,7 +71,9 @@ HOW A POINT IS MEASURED
 THE VERDICT
   Under each table: the points where corral's default loses, that is its
   throughput is below 0.95x glibc's, or its throughput is within 0.95-1.05x and
-  its CPU time above 1.2x glibc's. Nothing is left out for looking bad.
+  its CPU time above 1.2x glibc's. Nothing is left out for looking bad; with
+  --repeat, a throughput loss whose median lies inside glibc's own range over
+  its repeats is marked so (glibc's run-to-run noise is that wide there).
 
 EXAMPLES
   corral bench apps                                  the whole table (minutes)

@@ -40,6 +40,11 @@ pub(crate) struct AppPoint {
     pub(crate) status: Status,
     /// Work per second (median over the repeats); none unless `ok`.
     pub(crate) throughput: Option<f64>,
+    /// The slowest and fastest repeat's work per second.
+    pub(crate) throughput_range: Option<(f64, f64)>,
+    /// Whether this median lies inside glibc's own range over its repeats
+    /// at the same point: a loss there is within glibc's run-to-run noise.
+    pub(crate) inside_glibc_range: Option<bool>,
     /// The throughput's unit.
     pub(crate) unit: &'static str,
     /// Wall time of the program's run(s) (median over the repeats).
@@ -120,6 +125,15 @@ pub(super) fn point(
                 .collect(),
         )
     });
+    let rates: Vec<f64> = ok
+        .iter()
+        .map(|s| s.done.units / s.done.seconds.max(1e-9))
+        .collect();
+    let throughput_range = (status == Status::Ok).then(|| {
+        let lo = rates.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = rates.iter().copied().fold(0.0, f64::max);
+        (lo, hi)
+    });
     let wall_s = median(samples.iter().map(|s| s.wall_s).collect());
     let timed_s =
         (status == Status::Ok).then(|| median(ok.iter().map(|s| s.done.seconds).collect()));
@@ -132,6 +146,12 @@ pub(super) fn point(
         lock: column.config().map(|c| c.lock.name()),
         status,
         throughput,
+        throughput_range,
+        inside_glibc_range: base.and_then(|g| {
+            let (lo, hi) = g.throughput_range?;
+            let t = throughput?;
+            Some((lo..=hi).contains(&t))
+        }),
         unit: app.unit(),
         wall_s,
         timed_s,
@@ -160,7 +180,12 @@ pub(super) fn loss_of(p: &AppPoint) -> Option<String> {
     let r = p.ratio_vs_glibc?;
     let c = p.cpu_ratio_vs_glibc.unwrap_or(1.0);
     if r < MIN_RATIO {
-        Some(format!("throughput {r:.2}x"))
+        let noise = if p.inside_glibc_range == Some(true) {
+            " (inside glibc's own range over the repeats)"
+        } else {
+            ""
+        };
+        Some(format!("throughput {r:.2}x{noise}"))
     } else if r <= EQUAL_BAND && c > MAX_CPU_RATIO {
         Some(format!("cpu {c:.2}x at throughput {r:.2}x"))
     } else {
@@ -374,6 +399,35 @@ mod tests {
             loss_of(&p(Column::Default, Status::Timeout, 0.0, 9.0)).unwrap(),
             "timeout"
         );
+        // glibc's repeats at 80 and 100: a median of 90 is a loss inside
+        // glibc's own noise, and the verdict says so.
+        let run = |units: f64| Sample {
+            status: Status::Ok,
+            done: Done {
+                units,
+                seconds: 1.0,
+            },
+            wall_s: 1.0,
+            cpu_s: 1.0,
+            ssc_bound: None,
+            detail: None,
+        };
+        let glibc = point(
+            App::Pigz,
+            4,
+            Column::Glibc,
+            1,
+            &[run(80.0), run(100.0)],
+            None,
+        );
+        assert_eq!(glibc.throughput_range, Some((80.0, 100.0)));
+        let noisy = point(App::Pigz, 4, Column::Default, 1, &[run(85.0)], Some(&glibc));
+        assert_eq!(
+            loss_of(&noisy).unwrap(),
+            "throughput 0.94x (inside glibc's own range over the repeats)"
+        );
+        let slow = point(App::Pigz, 4, Column::Default, 1, &[run(70.0)], Some(&glibc));
+        assert_eq!(loss_of(&slow).unwrap(), "throughput 0.78x");
         let failed = p(Column::Default, Status::Failed, 0.0, 1.0);
         assert_eq!(failed.throughput, None);
         assert_eq!(failed.ratio_vs_glibc, None);
