@@ -195,23 +195,18 @@ impl Monitor {
         if let Some(log) = &mut self.events {
             let _ = log.flush();
         }
-        let contended =
-            self.waits_this_tick > 0 || self.ctrl.as_ref().is_some_and(|c| c.lock_intensive() > 0);
+        let placed = self.ctrl.as_ref().is_some_and(|c| c.lock_intensive() > 0);
+        let contended = self.waits_this_tick > 0 || placed;
         // Nothing to search without lock-intensive threads; a thread that
         // just qualified still has to move.
         let searching = self.ctrl.as_ref().is_some_and(|c| {
-            c.lock_intensive() > 0
-                && !matches!(c.search_state().map(|s| s.phase), Some(Phase::Settled))
+            placed && !matches!(c.search_state().map(|s| s.phase), Some(Phase::Settled))
                 || self
                     .tracks
                     .iter()
                     .any(|t| !t.gone && c.will_place(&t.policy))
         });
-        match (contended, searching) {
-            (false, _) => Pace::Idle,
-            (true, true) => Pace::Searching,
-            (true, false) => Pace::Settled,
-        }
+        Pace::of(contended, placed, searching)
     }
 
     /// Logs the program's progress once a [`PROGRESS_EVERY_NS`] window is
@@ -424,8 +419,8 @@ impl Monitor {
 /// it the monitor keeps the default priority.
 pub const MONITOR_NICE: i32 = -10;
 
-/// The longest pause between rounds while the program is not contended:
-/// contention that starts is seen within it, and from then on every tick.
+/// The longest pause between rounds while no thread is placed: contention
+/// that starts is seen within it, and from then on every tick.
 pub const IDLE_TICK_MAX: Duration = Duration::from_millis(16);
 
 /// How many ticks apart the rounds are while the program is contended but
@@ -438,14 +433,34 @@ pub const SETTLED_TICKS: u32 = 4;
 /// How soon the monitor's next round is needed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pace {
-    /// No lock waits and no lock-intensive thread: back off to
-    /// [`IDLE_TICK_MAX`].
+    /// No lock-intensive thread, none to place: back off to
+    /// [`IDLE_TICK_MAX`] (lock waits or not).
     Idle,
     /// Contended and the SSC search under way (or a thread still to place):
     /// every tick, so that it settles fast.
     Searching,
-    /// Contended, nothing to search: every [`SETTLED_TICKS`] ticks.
+    /// Threads placed, nothing to search: every [`SETTLED_TICKS`] ticks
+    /// (the adaptation check).
     Settled,
+}
+
+impl Pace {
+    /// The pace after a round that saw lock waits (`contended`), found
+    /// threads on the SSC (`placed`) and a search or placement under way
+    /// (`searching`).
+    pub fn of(contended: bool, placed: bool, searching: bool) -> Pace {
+        if contended && searching {
+            Pace::Searching
+        } else if placed {
+            Pace::Settled
+        } else {
+            // Waits that qualify nobody (a thread that sleeps seldom, a
+            // real-time one) need no frequent rounds: a longer window
+            // measures the share as well, and a thread that qualifies
+            // brings the rounds back to every tick.
+            Pace::Idle
+        }
+    }
 }
 
 /// The process's monitor, shared by its thread and the exit flush.

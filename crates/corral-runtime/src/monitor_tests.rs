@@ -58,7 +58,8 @@ fn a_waiting_thread_qualifies_and_is_placed_on_the_ssc_and_others_on_the_rest() 
     hot_go.send(()).unwrap();
     cold_go.send(()).unwrap();
     // Each thread burns its CPU, records its waits and parks again.
-    while registry::slot(hot).wait.snapshot().1 == 0 {
+    // Every wait recorded (900 of 1 us), not only the first.
+    while registry::slot(hot).wait.snapshot().1 < 900 {
         std::thread::yield_now();
     }
     while crate::waiting::cpu_ns_of(registry::slot(cold).tid.load(Ordering::Relaxed)).unwrap_or(0)
@@ -92,4 +93,17 @@ fn a_waiting_thread_qualifies_and_is_placed_on_the_ssc_and_others_on_the_rest() 
     assert!(events
         .iter()
         .any(|e| matches!(e, Event::Exited { tid, .. } if *tid == hot_tid)));
+}
+
+#[test]
+fn waits_that_qualify_nobody_let_the_monitor_back_off() {
+    // Waits but nobody placed or to place (git grep, a real-time thread):
+    // rounds back off as when idle (they were every 4 ticks).
+    assert_eq!(Pace::of(true, false, false), Pace::Idle);
+    assert_eq!(Pace::of(false, false, false), Pace::Idle);
+    // A thread to place, or a search under way: every tick.
+    assert_eq!(Pace::of(true, false, true), Pace::Searching);
+    assert_eq!(Pace::of(true, true, true), Pace::Searching);
+    // Placed and settled: the adaptation check every few ticks.
+    assert_eq!(Pace::of(true, true, false), Pace::Settled);
 }
