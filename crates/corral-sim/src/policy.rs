@@ -98,26 +98,85 @@ impl SimPolicy for AllCores {
     }
 }
 
-/// The default scheduler with every ticket (and test-and-set) lock replaced by
-/// MCS, paper 3's cure (Sec. 5).
-#[derive(Debug, Default)]
-pub struct McsInstead {
-    inner: AllCores,
+/// `inner` with every spin lock (ticket or test-and-set, as the workload
+/// declares them) replaced by `lock`: the machine's lock under a policy.
+/// Over MCS it is paper 3's cure (Sec. 5); over qspinlock, today's kernels.
+/// Generic rather than boxed so the per-event calls stay direct.
+#[derive(Debug)]
+pub struct OverLock<P> {
+    inner: P,
+    lock: LockAlgo,
 }
 
-impl SimPolicy for McsInstead {
+impl<P: SimPolicy> OverLock<P> {
+    /// `inner` run over `lock`.
+    pub fn new(inner: P, lock: LockAlgo) -> Self {
+        OverLock { inner, lock }
+    }
+
+    /// The policy underneath.
+    pub fn inner(&self) -> &P {
+        &self.inner
+    }
+}
+
+impl<P: SimPolicy> SimPolicy for OverLock<P> {
     fn start(&mut self, machine: &Machine, tasks: u32) {
         self.inner.start(machine, tasks);
     }
-    fn lock_algo(&self, algo: LockAlgo, _kernel: bool) -> LockAlgo {
-        if algo.is_non_scalable() {
-            LockAlgo::Mcs
-        } else {
-            algo
+    fn lock_algo(&self, algo: LockAlgo, kernel: bool) -> LockAlgo {
+        match self.inner.lock_algo(algo, kernel) {
+            a if a.is_non_scalable() => self.lock,
+            a => a,
         }
+    }
+    #[inline]
+    fn on_slice(&mut self, now_ns: u64, task: u32, core: u32, run_ns: u64, wait_ns: u64) {
+        self.inner.on_slice(now_ns, task, core, run_ns, wait_ns);
+    }
+    #[inline]
+    fn on_slice_begin(&mut self, now_ns: u64, task: u32) {
+        self.inner.on_slice_begin(now_ns, task);
+    }
+    #[inline]
+    fn on_lock_attempt(
+        &mut self,
+        now_ns: u64,
+        task: u32,
+        core: u32,
+        loads: &dyn CoreLoads,
+    ) -> Option<u32> {
+        self.inner.on_lock_attempt(now_ns, task, core, loads)
+    }
+    #[inline]
+    fn on_lock_acquired(&mut self, task: u32, lock: u32) {
+        self.inner.on_lock_acquired(task, lock);
+    }
+    #[inline]
+    fn renew_quantum(&mut self, task: u32, locks_held: u32) -> bool {
+        self.inner.renew_quantum(task, locks_held)
+    }
+    #[inline]
+    fn on_descheduled(&mut self, task: u32) {
+        self.inner.on_descheduled(task);
+    }
+    #[inline]
+    fn on_tick(&mut self, now_ns: u64, loads: &dyn CoreLoads) {
+        self.inner.on_tick(now_ns, loads);
+    }
+    #[inline]
+    fn on_spawn(&mut self, now_ns: u64, task: u32) {
+        self.inner.on_spawn(now_ns, task);
     }
     #[inline]
     fn allowed(&self, task: u32) -> CoreRange {
         self.inner.allowed(task)
+    }
+    #[inline]
+    fn slice_ns(&self, task: u32) -> Option<u64> {
+        self.inner.slice_ns(task)
+    }
+    fn ssc(&self) -> Option<u32> {
+        self.inner.ssc()
     }
 }

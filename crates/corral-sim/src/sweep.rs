@@ -1,57 +1,16 @@
 //! Sweeps: every (workload, policy, cores) point, in parallel on all host
 //! cores, each point single-threaded and deterministic.
 
-use crate::ca::ContentionAware;
 use crate::config::{SimConfig, SimResult};
 use crate::engine::simulate;
 use crate::error::SimError;
-use crate::faithful::Faithful;
-use crate::lca::Lca;
 use crate::locks::LockCosts;
-use crate::policy::{AllCores, McsInstead, SimPolicy};
+use crate::names::make_policy;
 use crate::workload::Workload;
-use corral_policy::ssc::SscParams;
 use rayon::prelude::*;
 use serde::Serialize;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
-
-/// Policy names `corral sim --policy` accepts.
-/// `lca-grow` and `lca-nowarm` are diagnostics: `lca` with growth on load
-/// on, and with the vote warm-up off.
-pub const POLICY_NAMES: [&str; 6] = [
-    "default",
-    "mcs",
-    "lca",
-    "lca-2013",
-    "lca-grow",
-    "lca-nowarm",
-];
-
-/// A fresh policy called `name` (one of [`POLICY_NAMES`], or `faithful`
-/// or `ca`) for a machine of `cores` cores.
-///
-/// # Errors
-///
-/// [`SimError::UnknownPolicy`] for any other name.
-pub fn make_policy(name: &str, cores: u32) -> Result<Box<dyn SimPolicy>, SimError> {
-    Ok(match name {
-        "default" => Box::new(AllCores::default()),
-        "mcs" => Box::new(McsInstead::default()),
-        "lca" => Box::new(Lca::improved(cores)),
-        "lca-nowarm" => Box::new(Lca::with_params(SscParams::kernel_without_warmup())),
-        "faithful" => Box::new(Faithful::default()),
-        "ca" => Box::new(ContentionAware::default()),
-        "lca-grow" => Box::new(Lca::with_params(SscParams::default())),
-        "lca-2013" => Box::new(Lca::paper_2013(cores)),
-        _ => {
-            return Err(SimError::UnknownPolicy {
-                name: name.to_string(),
-                known: &POLICY_NAMES,
-            })
-        }
-    })
-}
 
 /// What every point of a sweep shares.
 #[derive(Clone, Debug)]

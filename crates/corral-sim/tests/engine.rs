@@ -67,6 +67,34 @@ fn ticket_collapses_where_mcs_does_not() {
 }
 
 #[test]
+fn a_saturated_qspinlock_hands_off_at_its_queued_cost_at_any_size() {
+    // Fixed times, the lock always busy: one operation per cs + handoff,
+    // the handoff being the queued cost whatever the number of waiters.
+    let mut w = one_lock(LockAlgo::Ticket, true, 500.0, 1000.0);
+    w.times = TimeDist::Fixed;
+    let costs = LockCosts::default();
+    let want = 2.4e9 / (1000.0 + costs.handoff(LockAlgo::Qspinlock, 3));
+    for cores in [4, 64] {
+        let r = run(&w, "qspinlock", cores, 0.01, 1);
+        let ratio = r.throughput / want;
+        assert!((ratio - 1.0).abs() < 0.02, "{cores} cores: {ratio}");
+    }
+    // Same workload as declared (ticket): the O(n) handoff at 64 cores.
+    let ticket = run(&w, "ticket", 64, 0.01, 1);
+    assert!(ticket.throughput < 0.5 * want, "{}", ticket.throughput);
+}
+
+#[test]
+fn qspinlock_is_the_ticket_lock_on_one_core() {
+    let w = preset("mempop").unwrap();
+    let (t, q) = (
+        run(&w, "ticket", 1, 0.01, 1),
+        run(&w, "qspinlock", 1, 0.01, 1),
+    );
+    assert_eq!((t.ops, t.events), (q.ops, q.events));
+}
+
+#[test]
 fn preempting_user_space_spinners_hurts_and_kernel_ones_are_never_preempted() {
     // Two tasks per core: a user-space ticket lock hands the lock to
     // preempted waiters; a kernel one never lets a spinner be preempted.

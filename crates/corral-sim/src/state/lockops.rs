@@ -6,7 +6,8 @@
 //! that mean, redrawn whenever `k` changes: by memorylessness this is exactly
 //! eq. 1's Markov chain, so the simulation and the model must agree within
 //! sampling error. With fixed times the phase lasts `s + k c` for the `k` at
-//! release. Queue locks hand off in constant time.
+//! release. Queue locks hand off in constant time; qspinlock is charged like
+//! the non-scalable locks, its cost capped from the third contender on.
 
 use super::{Activity, LoadView, Phase, State, TaskTimer};
 use crate::locks::LockAlgo;
@@ -93,7 +94,7 @@ impl State<'_> {
         let k = 1 + lock.spinners;
         let fresh = lock.last_core.is_none();
         let debt = std::mem::take(&mut self.tasks[t as usize].debt);
-        let len = if algo.is_non_scalable() {
+        let len = if algo.handoff_varies() {
             let base = step.cs + data + debt;
             let handoff = if k == 1 && !moved && !fresh {
                 self.cfg.costs.local_reacquire
@@ -119,12 +120,12 @@ impl State<'_> {
         self.arm_task(t, self.now + len, TaskTimer::PhaseEnd);
     }
 
-    /// The number of spinners of lock `l` changed: a non-scalable lock's
-    /// running holder gets a new release time.
+    /// The number of spinners of lock `l` changed: a running holder of a lock
+    /// whose handoff depends on them gets a new release time.
     #[inline]
     fn contenders_changed(&mut self, l: usize) {
         let lock = &self.locks[l];
-        if !lock.algo.is_non_scalable() {
+        if !lock.algo.handoff_varies() {
             return;
         }
         let Some(h) = lock.holder else {

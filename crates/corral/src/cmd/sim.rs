@@ -4,7 +4,9 @@
 use crate::cmd::lists::parse_count_list;
 use crate::CliError;
 use corral_sim::presets::{preset, NAMES};
-use corral_sim::{run_sweep, svg_plot, to_csv, SweepSpec, Workload, POLICY_NAMES};
+use corral_sim::{
+    run_sweep, svg_plot, to_csv, SweepSpec, Workload, OVER_LOCKS, POLICIES, SCHEDULERS,
+};
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 
@@ -14,8 +16,12 @@ pub(crate) struct SimArgs {
     /// Workloads: built-in names or JSON files, comma-separated.
     #[arg(long, default_value = "mempop", value_delimiter = ',')]
     pub workload: Vec<String>,
-    /// Policies, comma-separated: default, mcs, lca, lca-2013, faithful, ca
-    /// (diagnostics: lca-grow, lca-nowarm).
+    /// Policies, comma-separated. Baselines are named for the machine's spin
+    /// lock: ticket (2012 kernels; `default` is an alias), qspinlock (Linux
+    /// 4.2+), mcs. Scheduling policies (lca, lca-2013, faithful, ca;
+    /// diagnostics lca-grow, lca-nowarm) run over the workload's declared
+    /// locks (ticket in every preset), or over another as POLICY-LOCK, e.g.
+    /// lca-qspinlock, lca-mcs. `--list` describes each.
     #[arg(long, default_value = "default", value_delimiter = ',')]
     pub policy: Vec<String>,
     /// Core counts, e.g. `48`, `1,2,4` or `1..48`.
@@ -70,7 +76,16 @@ fn list() {
         let w = preset(name).expect("listed presets exist");
         println!("  {name:<16} {}", w.description);
     }
-    println!("policies: {}", POLICY_NAMES.join(", "));
+    println!("policies:");
+    for (name, what) in POLICIES {
+        println!("  {name:<16} {what}");
+    }
+    let locks: Vec<&str> = OVER_LOCKS.iter().map(|l| l.0).collect();
+    println!(
+        "  POLICY-LOCK      POLICY ({}) over LOCK ({}) instead of the declared spin locks",
+        SCHEDULERS.join(", "),
+        locks.join(", ")
+    );
 }
 
 fn progress_bar(done: usize, total: usize) {
@@ -152,12 +167,12 @@ pub(crate) fn run(args: SimArgs) -> Result<(), CliError> {
         return Ok(());
     }
     println!(
-        "{:<16} {:<9} {:>6} {:>14} {:>9} {:>6} {:>5}",
+        "{:<16} {:<14} {:>6} {:>14} {:>9} {:>6} {:>5}",
         "workload", "policy", "cores", "ops/s", "speedup", "wait", "ssc"
     );
     for p in &report.points {
         println!(
-            "{:<16} {:<9} {:>6} {:>14.0} {:>9.2} {:>5.1}% {:>5}",
+            "{:<16} {:<14} {:>6} {:>14.0} {:>9.2} {:>5.1}% {:>5}",
             p.workload,
             p.policy,
             p.cores,
