@@ -306,6 +306,69 @@ fn attach_reports_slices_shares_and_read_back_affinity() {
     }
 }
 
+#[test]
+fn run_puts_kernel_locks_in_the_lock_table_and_report() {
+    if !is_root() {
+        return; // refusal_not_root covers this machine
+    }
+    // mempop's threads fault pages into one mm: mmap_lock (an rwsem) is
+    // waited on in every run here; a fixed amount of work, nothing timed.
+    let dir = scratch("run-locks");
+    let report = dir.join("report.json");
+    let bench = dir.join("bench");
+    std::fs::create_dir_all(&bench).unwrap();
+    let out = run(corral()
+        .args(["run", "--kernel-locks", "--kernel-lock-kinds", "all"])
+        .arg("--report")
+        .arg(&report)
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_corral"))
+        .args([
+            "bench",
+            "kernel",
+            "mempop",
+            "--threads",
+            "4",
+            "--ops-per-worker",
+            "200",
+            "--dir",
+        ])
+        .arg(&bench));
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let text = std::fs::read_to_string(&report).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    if !out.status.success() && stderr.contains("kernel locks unavailable") {
+        return; // a kernel that refuses: the refusal tests cover it
+    }
+    assert!(out.status.success(), "{stderr}");
+    let doc: serde_json::Value = serde_json::from_str(&text).expect("report JSON");
+    let kernel: Vec<&serde_json::Value> = doc["locks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["space"] == "kernel")
+        .collect();
+    assert!(
+        kernel
+            .iter()
+            .any(|l| l["contended"].as_u64() > Some(0) && l["kind"].as_str() != Some("")),
+        "no contended kernel lock in {text}"
+    );
+    for l in &kernel {
+        // What the BPF does not keep is null, not zero.
+        assert!(l["max_wait_ns"].is_null() && l["waiters"].is_null(), "{l}");
+        assert!(l["addr"].as_str().unwrap().starts_with("0xffff"), "{l}");
+        if let Some(symbol) = l["symbol"].as_str() {
+            assert!(symbol.contains("+0x"), "{l}");
+        }
+    }
+    // The exit table names them as kernel locks.
+    assert!(
+        stderr.lines().any(|l| l.contains("  kernel ")),
+        "no kernel row in {stderr}"
+    );
+}
+
 /// Makes the child's bpf(2) fail with EPERM, as a container's seccomp
 /// profile does.
 fn deny_bpf_syscall(cmd: &mut Command) {

@@ -7,12 +7,13 @@
 //!
 //! - [`KernelLockSource`] loads the committed BPF object, tracks processes
 //!   (and their children) and yields one [`SliceRecord`] per time slice plus
-//!   per-lock hotness ([`LockStat`]).
+//!   per-lock hotness ([`LockStat`]), named by [`KernelSymbols`].
 //! - [`preflight`] and [`Refusal`]: not root, no BTF, tracepoints missing or
 //!   BPF refused, each as one line saying what still works.
 //! - [`KernelMonitor`] turns slices into SSC decisions and affinity, read
 //!   back with `sched_getaffinity`; [`KernelSession`] runs it on a thread.
 
+mod kallsyms;
 mod kinds;
 mod monitor;
 mod record;
@@ -21,11 +22,12 @@ mod report;
 mod session;
 mod source;
 
+pub use kallsyms::KernelSymbols;
 pub use kinds::{LockKinds, UnknownLockKind};
 pub use monitor::{KernelMonitor, MonitorConfig, ReportInputs};
 pub use record::{LockStat, SliceRecord, SLICE_RECORD_BYTES};
 pub use refusal::{has_bpf_capabilities, preflight, ProbeEnv, Refusal, REQUIRED_TRACEPOINTS};
-pub use report::{symbol_of, AffinityAction, HotLock, KernelReport, ThreadReport};
+pub use report::{AffinityAction, HotLock, KernelReport, ThreadReport};
 pub use session::KernelSession;
 pub use source::{KernelLockSource, SourceConfig, BPF_OBJECT, BPF_SOURCE_SHA256};
 

@@ -81,7 +81,9 @@ pub struct LockStat {
 }
 
 impl LockStat {
-    /// The lock's kind from its flags, as `perf lock contention` names them.
+    /// The lock's kind from its flags, as `perf lock contention` names them:
+    /// read-write kinds say how they were waited for (`:R`, `:W`, or `:RW`
+    /// when both: the flags of every wait are or-ed together).
     pub fn kind(&self) -> &'static str {
         const SPIN: u32 = 1;
         const READ: u32 = 2;
@@ -90,20 +92,18 @@ impl LockStat {
         const PERCPU: u32 = 16;
         const MUTEX: u32 = 32;
         let f = self.flags;
+        // Indexed by the READ and WRITE bits.
+        let rw = |names: [&'static str; 4]| names[((f & (READ | WRITE)) >> 1) as usize];
         if f & MUTEX != 0 {
             "mutex"
         } else if f & RT != 0 {
             "rtmutex"
         } else if f & SPIN != 0 {
-            if f & (READ | WRITE) != 0 {
-                "rwlock"
-            } else {
-                "spinlock"
-            }
+            rw(["spinlock", "rwlock:R", "rwlock:W", "rwlock:RW"])
         } else if f & PERCPU != 0 {
-            "percpu-rwsem"
+            rw(["pcpu-sem", "pcpu-sem:R", "pcpu-sem:W", "pcpu-sem:RW"])
         } else if f & (READ | WRITE) != 0 {
-            "rwsem"
+            rw(["rwsem", "rwsem:R", "rwsem:W", "rwsem:RW"])
         } else {
             "semaphore"
         }
@@ -144,10 +144,13 @@ mod tests {
             .kind()
         };
         assert_eq!(kind(1), "spinlock");
-        assert_eq!(kind(1 | 4), "rwlock");
+        assert_eq!(kind(1 | 4), "rwlock:W");
         assert_eq!(kind(32 | 1), "mutex"); // optimistic spinning on the owner
-        assert_eq!(kind(4), "rwsem");
-        assert_eq!(kind(16 | 2), "percpu-rwsem");
+        assert_eq!(kind(2), "rwsem:R");
+        assert_eq!(kind(4), "rwsem:W");
+        assert_eq!(kind(2 | 4), "rwsem:RW"); // read by some waits, written by others
+        assert_eq!(kind(16 | 2), "pcpu-sem:R");
         assert_eq!(kind(8), "rtmutex");
+        assert_eq!(kind(0), "semaphore");
     }
 }

@@ -59,14 +59,17 @@ pub struct AffinityAction {
     pub read_back: Vec<u32>,
 }
 
-/// A hot kernel lock (paper 2's hotness), waits by tracked tasks.
+/// A hot kernel lock (paper 2's hotness), waits by tracked tasks. The BPF
+/// keeps no longest wait, waiter set nor caller per lock.
 #[derive(Clone, Debug, Serialize)]
 pub struct HotLock {
     /// Kernel address, hex.
     pub addr: String,
-    /// The kernel data symbol it lies in, when it is a static lock.
+    /// `symbol+0xOFF` of the kernel data object it lies in, when it is a
+    /// static lock named in `/proc/kallsyms` (see [`super::KernelSymbols`]).
     pub symbol: Option<String>,
-    /// spinlock, rwlock, mutex, rwsem, ... (from the tracepoint's flags).
+    /// spinlock, rwlock:R, mutex, rwsem:W, ... (from the tracepoint's flags;
+    /// see [`super::LockStat::kind`]).
     pub kind: &'static str,
     /// Summed waiting, sleeping included (unlike the slice shares).
     pub wait_ns: u64,
@@ -109,52 +112,7 @@ pub struct KernelReport {
     pub holds: u64,
     /// Every affinity change made.
     pub affinity: Vec<AffinityAction>,
-    /// The hottest locks, hottest first.
+    /// Every lock tracked tasks waited on (at most the BPF map's 4,096),
+    /// hottest first.
     pub hot_locks: Vec<HotLock>,
-}
-
-/// The data symbol of the kernel containing `addr`, from a kallsyms text
-/// (data and bss symbols only; a lock within 4 KiB of its symbol).
-pub fn symbol_of(kallsyms: &str, addr: u64) -> Option<String> {
-    const MAX_OBJECT: u64 = 4096;
-    let mut best: Option<(u64, &str)> = None;
-    for line in kallsyms.lines() {
-        let mut parts = line.split_whitespace();
-        let (Some(a), Some(kind), Some(name)) = (parts.next(), parts.next(), parts.next()) else {
-            continue;
-        };
-        if !matches!(kind, "d" | "D" | "b" | "B") {
-            continue;
-        }
-        let Ok(a) = u64::from_str_radix(a, 16) else {
-            continue;
-        };
-        if a <= addr && addr - a < MAX_OBJECT && best.is_none_or(|(b, _)| a > b) {
-            best = Some((a, name));
-        }
-    }
-    best.map(|(a, name)| {
-        if a == addr {
-            name.to_string()
-        } else {
-            format!("{name}+{:#x}", addr - a)
-        }
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn resolves_static_locks_only() {
-        let syms = "ffff0000 T text_fn\nffff1000 D files_lock\nffff1100 b stat_lock\n";
-        assert_eq!(symbol_of(syms, 0xffff1000).as_deref(), Some("files_lock"));
-        assert_eq!(
-            symbol_of(syms, 0xffff1108).as_deref(),
-            Some("stat_lock+0x8")
-        );
-        assert_eq!(symbol_of(syms, 0xffff0004), None);
-        assert_eq!(symbol_of(syms, 0xffff9000), None);
-    }
 }

@@ -6,9 +6,10 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use super::kallsyms::KernelSymbols;
 use super::monitor::MonitorConfig;
 use super::monitor::{KernelMonitor, ReportInputs};
-use super::report::{symbol_of, HotLock, KernelReport};
+use super::report::{HotLock, KernelReport};
 use super::source::KernelLockSource;
 use corral_locks::sys::clock::monotonic_ns;
 
@@ -20,9 +21,6 @@ pub(super) const POLL_INTERVAL: Duration = Duration::from_millis(20);
 /// Lowest address of the x86-64 kernel image (and modules): static locks
 /// live above it, allocated ones below, in the direct map.
 const KERNEL_IMAGE_START: u64 = 0xffff_ffff_8000_0000;
-
-/// Hot locks kept in the report.
-const HOT_LOCKS_REPORTED: usize = 10;
 
 /// A running monitor; [`KernelSession::finish`] stops it, yields the report
 /// (affinity read back before anything is undone) and gives the threads
@@ -113,23 +111,21 @@ fn run(shared: &Mutex<KernelLockSource>, cfg: MonitorConfig, stop: &AtomicBool) 
     }
     let mut source = lock(shared);
     let config = source.config();
-    let hottest: Vec<_> = source
-        .lock_hotness()
-        .into_iter()
-        .take(HOT_LOCKS_REPORTED)
-        .collect();
+    // Every lock: the CLI's table shows the top ones, the JSON all; the
+    // BPF map bounds them.
+    let hottest = source.lock_hotness();
     // Reading kallsyms costs tens of ms; only static locks (in the kernel
-    // image, not the direct map) can be named by it.
-    let kallsyms = if hottest.iter().any(|l| l.addr >= KERNEL_IMAGE_START) {
-        std::fs::read_to_string("/proc/kallsyms").unwrap_or_default()
+    // image or modules, not the direct map) can be named by it.
+    let symbols = if hottest.iter().any(|l| l.addr >= KERNEL_IMAGE_START) {
+        KernelSymbols::read()
     } else {
-        String::new()
+        KernelSymbols::default()
     };
     let hot_locks = hottest
         .into_iter()
         .map(|l| HotLock {
             addr: format!("{:#x}", l.addr),
-            symbol: symbol_of(&kallsyms, l.addr),
+            symbol: symbols.name(l.addr),
             kind: l.kind(),
             wait_ns: l.wait_ns,
             count: l.count,

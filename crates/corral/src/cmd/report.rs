@@ -162,11 +162,7 @@ fn lock_panel(
         )
     }))?;
     chart.draw_series(shown.iter().enumerate().map(|(i, l)| {
-        let lock = l
-            .symbol
-            .clone()
-            .or_else(|| l.addr.clone())
-            .unwrap_or_else(|| "(other locks)".into());
+        let lock = l.lock_name();
         Text::new(
             format!(
                 "{lock} {} <- {} ({} contended)",

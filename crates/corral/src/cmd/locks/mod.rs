@@ -1,9 +1,12 @@
 //! The lock profile as the CLI shows it: the top locks with their callers
 //! named (`perf lock contention`'s columns), and per thread. Shared by
 //! `corral run`'s exit table and JSON report, `corral top` and `corral
-//! report`.
+//! report`. With `--kernel-locks` the kernel's locks join them as rows.
 
+mod kernel;
 pub(crate) mod symbols;
+
+pub(crate) use kernel::{kernel_lock_reports, merge};
 
 use corral_runtime::stats::{LockSnapshot, StatsSnapshot};
 use serde::{Deserialize, Serialize};
@@ -25,26 +28,44 @@ pub(crate) struct CallerReport {
     pub(crate) object: Option<String>,
 }
 
+/// Where a lock lives: the program's memory or the kernel's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum LockSpace {
+    /// A lock of the program, profiled by corral's library.
+    #[default]
+    User,
+    /// A kernel lock its threads waited on, seen by BPF (`--kernel-locks`).
+    Kernel,
+}
+
 /// One lock's contention, named.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct LockReport {
-    /// The lock's address in the process, hex; `None` for locks that found
-    /// no slot of their own in the table, counted together.
+    /// User space or kernel (reports from before kernel rows: user).
+    #[serde(default)]
+    pub(crate) space: LockSpace,
+    /// The lock's address (in the process, or the kernel's), hex; `None`
+    /// for user locks that found no slot of their own in the table,
+    /// counted together.
     pub(crate) addr: Option<String>,
-    /// The data symbol the lock lies in (a static mutex), if any.
+    /// The data symbol the lock lies in (a static mutex, a static kernel
+    /// lock as `symbol+0xOFF`), if any.
     pub(crate) symbol: Option<String>,
-    /// `mutex`, `spinlock`, `rwlock:R`, `rwlock:W`, `rwlock:RW`.
+    /// User: `mutex`, `spinlock`, `rwlock:R`, `rwlock:W`, `rwlock:RW`.
+    /// Kernel: those, `rwsem:R`, `rtmutex`, `pcpu-sem:W`, `semaphore`, ...
     pub(crate) kind: String,
     /// Acquisitions that had to wait.
     pub(crate) contended: u64,
-    /// Their total waiting, ns.
+    /// Their total waiting, ns (kernel: sleeping included).
     pub(crate) wait_ns: u64,
-    /// The longest wait, ns.
-    pub(crate) max_wait_ns: u64,
+    /// The longest wait, ns (`None`: not kept, as for kernel locks).
+    pub(crate) max_wait_ns: Option<u64>,
     /// Mean wait, ns.
     pub(crate) avg_wait_ns: u64,
-    /// Distinct threads that waited (exact up to 64).
-    pub(crate) waiters: u32,
+    /// Distinct threads that waited, exact up to 64 (`None`: not kept, as
+    /// for kernel locks).
+    pub(crate) waiters: Option<u32>,
     /// Sampled callers, most samples first.
     pub(crate) callers: Vec<CallerReport>,
     /// Samples of further callers.
@@ -52,12 +73,31 @@ pub(crate) struct LockReport {
 }
 
 impl LockReport {
-    /// The top caller's name, or `?`.
+    /// The top caller's name, `?` when unnamed, `-` for a kernel lock (the
+    /// BPF samples no callers).
     pub(crate) fn caller_name(&self) -> &str {
+        if self.space == LockSpace::Kernel {
+            return "-";
+        }
         self.callers
             .first()
             .and_then(|c| c.function.as_deref())
             .unwrap_or("?")
+    }
+
+    /// The lock as the table names it: its symbol, else its address, else
+    /// `(other locks)`; a kernel lock's name is prefixed `kernel ` (`kernel
+    /// files_lock+0x40`, `kernel 0xffff888100a2b3c0`), telling the rows apart.
+    pub(crate) fn lock_name(&self) -> String {
+        let name = match (&self.symbol, &self.addr) {
+            (Some(s), _) => s.clone(),
+            (None, Some(a)) => a.clone(),
+            (None, None) => "(other locks)".into(),
+        };
+        match self.space {
+            LockSpace::User => name,
+            LockSpace::Kernel => format!("kernel {name}"),
+        }
     }
 }
 
@@ -98,14 +138,15 @@ fn lock_report(l: &LockSnapshot, mut sym: Option<&mut Symbolizer>) -> LockReport
         _ => None,
     };
     LockReport {
+        space: LockSpace::User,
         addr: l.addr.map(|a| format!("{a:#x}")),
         symbol,
         kind: l.kind.clone(),
         contended: l.contended,
         wait_ns: l.wait_ns,
-        max_wait_ns: l.max_wait_ns,
+        max_wait_ns: Some(l.max_wait_ns),
         avg_wait_ns: l.avg_wait_ns(),
-        waiters: l.waiters,
+        waiters: Some(l.waiters),
         callers,
         other_samples: l.other_samples,
     }
@@ -121,18 +162,19 @@ pub(crate) fn duration(ns: u64) -> String {
     }
 }
 
-/// The top `n` locks as a `perf lock contention`-like table.
+/// `value` as a table cell, `-` where it is not kept.
+fn known<T: ToString>(value: Option<T>) -> String {
+    value.map_or_else(|| "-".into(), |v| v.to_string())
+}
+
+/// The top `n` locks as a `perf lock contention`-like table; a kernel
+/// lock's name starts `kernel ` (see [`LockReport::lock_name`]).
 pub(crate) fn lock_table(locks: &[LockReport], n: usize) -> String {
     let mut out = format!(
         "{:>10} {:>11} {:>11} {:>11} {:>7} {:>9}  {:<18} {}\n",
         "contended", "total wait", "max wait", "avg wait", "waiters", "type", "lock", "caller"
     );
     for l in locks.iter().take(n) {
-        let lock = l
-            .symbol
-            .clone()
-            .or_else(|| l.addr.clone())
-            .unwrap_or_else(|| "(other locks)".into());
         let caller = match l.callers.first().and_then(|c| c.location.as_ref()) {
             Some(loc) => format!("{} ({loc})", l.caller_name()),
             None => l.caller_name().to_string(),
@@ -141,11 +183,11 @@ pub(crate) fn lock_table(locks: &[LockReport], n: usize) -> String {
             "{:>10} {:>11} {:>11} {:>11} {:>7} {:>9}  {:<18} {}\n",
             l.contended,
             duration(l.wait_ns),
-            duration(l.max_wait_ns),
+            known(l.max_wait_ns.map(duration)),
             duration(l.avg_wait_ns),
-            l.waiters,
+            known(l.waiters),
             l.kind,
-            lock,
+            l.lock_name(),
             caller
         );
     }
@@ -190,14 +232,15 @@ mod tests {
     #[test]
     fn the_table_names_lock_and_caller_and_counts_the_rest_as_other() {
         let l = |addr: Option<&str>, contended| LockReport {
+            space: LockSpace::User,
             addr: addr.map(Into::into),
             symbol: None,
             kind: "mutex".into(),
             contended,
             wait_ns: contended * 1_000,
-            max_wait_ns: 5_000,
+            max_wait_ns: Some(5_000),
             avg_wait_ns: 1_000,
-            waiters: 3,
+            waiters: Some(3),
             callers: vec![CallerReport {
                 addr: "0x1234".into(),
                 samples: 9,
@@ -211,7 +254,7 @@ mod tests {
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines.len(), 3);
         assert!(lines[0].starts_with(" contended  total wait"));
-        assert!(lines[1].contains("42") && lines[1].contains("0x7f00"));
+        assert!(lines[1].contains("42") && lines[1].contains("  0x7f00"));
         assert!(lines[1].ends_with("worker (w.c:12)"), "{}", lines[1]);
         assert!(lines[2].contains("(other locks)"));
         assert_eq!(lock_table(&[l(None, 1)], 0).lines().count(), 1);

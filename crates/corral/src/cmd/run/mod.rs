@@ -82,7 +82,9 @@ pub(crate) struct RunArgs {
     /// No summary on stderr at exit.
     #[arg(long)]
     pub(crate) quiet: bool,
-    /// Locks in the exit table of the most contended locks (0: no table).
+    /// Locks in the exit table of the most contended locks (0: no table);
+    /// with --kernel-locks, kernel locks are rows too, named
+    /// `kernel SYMBOL+0xOFF` or `kernel 0xADDR`.
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub(crate) top_locks: usize,
     /// Also print lock waiting per thread at exit (as `perf lock contention -t`).
@@ -103,7 +105,8 @@ pub(crate) struct RunArgs {
     #[arg(long, requires = "metrics")]
     pub(crate) metrics_public: bool,
     /// Measure PROG's kernel lock waiting with BPF (root; Linux 5.19+) and
-    /// confine its lock-intensive threads to the SSC by affinity.
+    /// confine its lock-intensive threads to the SSC by affinity; the locks
+    /// it waited on join the exit table and the report's `locks`.
     #[arg(long)]
     pub(crate) kernel_locks: bool,
     /// The kernel-lock options `corral attach` shares.
@@ -299,6 +302,11 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
         outcome.maps.as_deref(),
         log,
     );
+    if let Some(k) = &kernel_report {
+        let user = std::mem::take(&mut report.locks);
+        let kernel = crate::cmd::locks::kernel_lock_reports(&k.hot_locks);
+        report.locks = crate::cmd::locks::merge(user, kernel);
+    }
     report.kernel = kernel_report;
     report.policies = args.policy.map(|p| p.name());
     report.ff = ff_report;

@@ -100,7 +100,8 @@ pub(crate) struct RunReport {
     pub(crate) settle: Option<Settle>,
     /// Whether PROG kept a per-lock profile (off: `--no-lock-profile`).
     pub(crate) lock_profile: bool,
-    /// Every lock that waited, most total wait first, callers named.
+    /// Every lock that waited, most total wait first, callers named; with
+    /// `--kernel-locks` the kernel locks too (`space: kernel`).
     pub(crate) locks: Vec<crate::cmd::locks::LockReport>,
     /// The SSC size and each thread's wait share, sampled while PROG ran.
     pub(crate) timeline: Vec<super::timeline::TimePoint>,
