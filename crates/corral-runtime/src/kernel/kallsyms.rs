@@ -47,7 +47,7 @@ impl KernelSymbols {
 
     /// `symbol+0xOFF` of the data object `addr` lies in: the nearest symbol
     /// at or below it, if that is a data or bss object within
-    /// [`MAX_OBJECT`]; `None` below every symbol or otherwise.
+    /// 64 KiB; `None` below every symbol or otherwise.
     pub fn name(&self, addr: u64) -> Option<String> {
         let at = self.syms.partition_point(|(a, _)| *a <= addr);
         let (base, name) = self.syms.get(at.checked_sub(1)?)?;
