@@ -3,10 +3,8 @@
 //! `corral run`'s exit table and JSON report, `corral top` and `corral
 //! report`. With `--kernel-locks` the kernel's locks join them as rows.
 
-mod kernel;
+pub(crate) mod kernel;
 pub(crate) mod symbols;
-
-pub(crate) use kernel::{kernel_lock_reports, merge};
 
 use corral_runtime::stats::{LockSnapshot, StatsSnapshot};
 use serde::{Deserialize, Serialize};

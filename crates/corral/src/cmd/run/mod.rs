@@ -304,8 +304,8 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
     );
     if let Some(k) = &kernel_report {
         let user = std::mem::take(&mut report.locks);
-        let kernel = crate::cmd::locks::kernel_lock_reports(&k.hot_locks);
-        report.locks = crate::cmd::locks::merge(user, kernel);
+        let kernel = crate::cmd::locks::kernel::kernel_lock_reports(&k.hot_locks);
+        report.locks = crate::cmd::locks::kernel::merge(user, kernel);
     }
     report.kernel = kernel_report;
     report.policies = args.policy.map(|p| p.name());
