@@ -86,6 +86,11 @@ pub struct SimResult {
     pub wait_share: f64,
     /// Final SSC size, for policies with one.
     pub ssc: Option<u32>,
+    /// Simulated milliseconds, from the start of the run (warm-up
+    /// included), until the SSC size stays within one doubling step of
+    /// `ssc` (see `crate::lca::settle_time`); `None` (null) for policies
+    /// without an SSC.
+    pub settle_ms: Option<f64>,
     /// Average cores doing non-critical work (eq. 1's `n - w`).
     pub noncritical_cores: f64,
     /// Average cores inside critical sections (handoffs included).

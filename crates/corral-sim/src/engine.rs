@@ -87,6 +87,7 @@ fn result(sim: &State<'_>, cfg: &SimConfig, workload: &Workload, end: f64) -> Si
             / (cfg.machine.clock_ghz * 1e9),
         wait_share: f.wait_total / (cycles * tasks as f64),
         ssc: sim.ssc(),
+        settle_ms: sim.settle_ns().map(|ns| ns as f64 * 1e-6),
         noncritical_cores: per_core(f.time.work),
         critical_cores: per_core(f.time.critical),
         spinning_cores: per_core(f.time.spin),

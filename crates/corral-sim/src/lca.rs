@@ -33,6 +33,38 @@ pub struct Lca {
     pending_progress: u64,
     /// Decisions that moved the bound, in order.
     pub decisions: Vec<Decision>,
+    /// The bound the controller started with.
+    initial_bound: u32,
+}
+
+/// Whether SSC size `bound` is within one doubling step of `target`:
+/// `target / 2 <= bound <= 2 x target` (the search moves by doublings, so
+/// a bound one step away is one move from `target`).
+#[inline]
+pub fn within_one_step(bound: u32, target: u32) -> bool {
+    u64::from(bound) * 2 >= u64::from(target) && u64::from(bound) <= u64::from(target) * 2
+}
+
+/// Time-to-settle of an SSC search: the first time `t` (ns from the start
+/// of the run) such that the SSC size at every time from `t` on is within
+/// one doubling step of `last`, its size at the end of the run (see
+/// [`within_one_step`]). The size is `initial` until the first of `moves`
+/// (the decisions that moved the bound, in time order, as the controller
+/// logged them) and each move's `bound_after` from its time on. So it is
+/// the time of the last move that left a size outside that band, or 0 when
+/// the size never was outside it. A search still moving at the end of the
+/// run is measured against where it stands then: read it over a run long
+/// enough to have settled.
+pub fn settle_time(initial: u32, moves: &[Decision], last: u32) -> u64 {
+    let mut settle = 0;
+    let mut bound = initial;
+    for d in moves {
+        if !within_one_step(bound, last) {
+            settle = d.at;
+        }
+        bound = d.bound_after;
+    }
+    settle
 }
 
 impl Lca {
@@ -59,6 +91,7 @@ impl Lca {
             core_of: Vec::new(),
             pending_progress: 0,
             decisions: Vec::new(),
+            initial_bound: 1,
         }
     }
 
@@ -104,8 +137,11 @@ impl Lca {
     #[inline]
     fn flush_progress(&mut self, now_ns: u64) {
         if self.pending_progress > 0 {
-            self.ctrl().observe_progress(self.pending_progress, now_ns);
+            // A round closed by time (`SscParams::progress_round`) is
+            // decided here: log it like the others.
+            let d = self.ctrl().observe_progress(self.pending_progress, now_ns);
             self.pending_progress = 0;
+            self.record(d);
         }
     }
 }
@@ -119,6 +155,8 @@ impl SimPolicy for Lca {
         // the prefix `0..bound` (see `allowed`).
         debug_assert!(order.iter().enumerate().all(|(i, &c)| c == i as u32));
         let ctrl = SscController::new(self.params, order, 0);
+        self.initial_bound = ctrl.bound();
+        self.decisions.clear();
         self.threads = (0..tasks)
             .map(|_| ctrl.register_thread(sim_program_key(), 0))
             .collect();
@@ -228,5 +266,58 @@ impl SimPolicy for Lca {
 
     fn ssc(&self) -> Option<u32> {
         self.ctrl.as_ref().map(|c| c.bound())
+    }
+
+    fn settle_ns(&self) -> Option<u64> {
+        let last = self.ctrl.as_ref()?.bound();
+        Some(settle_time(self.initial_bound, &self.decisions, last))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use corral_policy::ssc::DecisionKind;
+
+    fn mv(at: u64, before: u32, after: u32) -> Decision {
+        Decision {
+            at,
+            kind: DecisionKind::Double,
+            bound_before: before,
+            bound_after: after,
+            throughput: 0.0,
+            p: 0.0,
+            lock_intensive: 64,
+            climbing: 1,
+        }
+    }
+
+    #[test]
+    fn one_step_is_a_factor_of_two_either_way() {
+        assert!(within_one_step(8, 16) && within_one_step(32, 16));
+        assert!(within_one_step(16, 16) && within_one_step(5, 10));
+        assert!(!within_one_step(7, 16) && !within_one_step(33, 16));
+        assert!(within_one_step(1, 1) && within_one_step(2, 1) && !within_one_step(3, 1));
+    }
+
+    #[test]
+    fn settle_is_the_last_move_from_outside_the_band() {
+        // 1 -> 2 -> 4 -> 8 -> 16 -> back to 8: final 8, band [4, 16]; the
+        // size was last outside it (2) until the move to 4 at 20.
+        let moves = [
+            mv(10, 1, 2),
+            mv(20, 2, 4),
+            mv(30, 4, 8),
+            mv(40, 8, 16),
+            mv(50, 16, 8),
+        ];
+        assert_eq!(settle_time(1, &moves, 8), 20);
+        // A restart to 1 and a climb back: outside until the move to 4.
+        let mut again = moves.to_vec();
+        again.extend([mv(60, 8, 1), mv(70, 1, 2), mv(80, 2, 4), mv(90, 4, 8)]);
+        assert_eq!(settle_time(1, &again, 8), 80);
+        // Never outside: settled from the start.
+        assert_eq!(settle_time(1, &[mv(5, 1, 2)], 2), 0);
+        assert_eq!(settle_time(1, &[], 1), 0);
     }
 }

@@ -77,6 +77,11 @@ pub trait SimPolicy: Send {
     fn ssc(&self) -> Option<u32> {
         None
     }
+    /// Time-to-settle of the SSC search so far, in simulated nanoseconds,
+    /// for policies that have an SSC (see `crate::lca::settle_time`).
+    fn settle_ns(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Linux's default: every task may run on every core.
@@ -117,6 +122,11 @@ impl<P: SimPolicy> OverLock<P> {
     /// The policy underneath.
     pub fn inner(&self) -> &P {
         &self.inner
+    }
+
+    /// The policy underneath, taken out (to read its logs after a run).
+    pub fn into_inner(self) -> P {
+        self.inner
     }
 }
 
@@ -178,5 +188,8 @@ impl<P: SimPolicy> SimPolicy for OverLock<P> {
     }
     fn ssc(&self) -> Option<u32> {
         self.inner.ssc()
+    }
+    fn settle_ns(&self) -> Option<u64> {
+        self.inner.settle_ns()
     }
 }

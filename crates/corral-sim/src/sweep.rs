@@ -115,12 +115,12 @@ fn thread_cpu_seconds() -> f64 {
 /// The report as CSV, one line per point.
 pub fn to_csv(report: &SweepReport) -> String {
     let mut out = String::from(
-        "workload,policy,cores,throughput,speedup,wait_share,ssc,noncritical_cores,\
+        "workload,policy,cores,throughput,speedup,wait_share,ssc,settle_ms,noncritical_cores,\
          spinning_cores,idle_cores,power,work_per_energy,migrations,events\n",
     );
     for p in &report.points {
         out.push_str(&format!(
-            "{},{},{},{:.3},{:.4},{:.4},{},{:.3},{:.3},{:.3},{:.3},{:.3},{},{}\n",
+            "{},{},{},{:.3},{:.4},{:.4},{},{},{:.3},{:.3},{:.3},{:.3},{:.3},{},{}\n",
             p.workload,
             p.policy,
             p.cores,
@@ -128,6 +128,7 @@ pub fn to_csv(report: &SweepReport) -> String {
             p.speedup,
             p.wait_share,
             p.ssc.map(|s| s.to_string()).unwrap_or_default(),
+            p.settle_ms.map(|s| format!("{s:.3}")).unwrap_or_default(),
             p.noncritical_cores,
             p.spinning_cores,
             p.idle_cores,

@@ -323,6 +323,11 @@ impl State<'_> {
         self.policy.ssc()
     }
 
+    /// The policy's SSC time-to-settle, if it has an SSC.
+    pub(crate) fn settle_ns(&self) -> Option<u64> {
+        self.policy.settle_ns()
+    }
+
     /// Arms task `t`'s timer (replacing any armed one).
     #[inline]
     fn arm_task(&mut self, t: u32, at: f64, what: TaskTimer) {

@@ -167,19 +167,22 @@ pub(crate) fn run(args: SimArgs) -> Result<(), CliError> {
         return Ok(());
     }
     println!(
-        "{:<16} {:<14} {:>6} {:>14} {:>9} {:>6} {:>5}",
-        "workload", "policy", "cores", "ops/s", "speedup", "wait", "ssc"
+        "{:<16} {:<14} {:>6} {:>14} {:>9} {:>6} {:>5} {:>9}",
+        "workload", "policy", "cores", "ops/s", "speedup", "wait", "ssc", "settle_ms"
     );
     for p in &report.points {
         println!(
-            "{:<16} {:<14} {:>6} {:>14.0} {:>9.2} {:>5.1}% {:>5}",
+            "{:<16} {:<14} {:>6} {:>14.0} {:>9.2} {:>5.1}% {:>5} {:>9}",
             p.workload,
             p.policy,
             p.cores,
             p.throughput,
             p.speedup,
             p.wait_share * 100.0,
-            p.ssc.map(|s| s.to_string()).unwrap_or_else(|| "-".into())
+            p.ssc.map(|s| s.to_string()).unwrap_or_else(|| "-".into()),
+            p.settle_ms
+                .map(|s| format!("{s:.1}"))
+                .unwrap_or_else(|| "-".into())
         );
     }
     println!(
