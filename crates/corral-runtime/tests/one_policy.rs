@@ -55,22 +55,31 @@ fn core_of(p: Placement) -> u32 {
 fn user_space_kernel_and_simulator_drivers_place_threads_alike() {
     let order: Vec<u32> = (0..CORES).collect();
 
-    let mut sim = Lca::improved(CORES);
+    // The kernel preset with rounds closed by votes alone: the kernel-lock
+    // monitor counts no progress, so it never closes a round by time; the
+    // simulator does (it counts every acquisition), and so would diverge
+    // here. The user-space preset adds "no confinement" as a candidate,
+    // judged by the whole program's lock attempts, which the kernel monitor
+    // does not count either (its own tests: corral-policy's
+    // ssc_unconfined.rs).
+    let params = SscParams {
+        progress_round: 0,
+        progress_round_min: 0,
+        ..SscParams::kernel()
+    };
+    let mut sim = Lca::with_params(params);
     sim.start(&Machine::paper3_like(CORES), THREADS as u32);
 
-    // The same parameters as the kernel monitor and the simulator: the
-    // user-space preset adds "no confinement" as a candidate, judged by the
-    // whole program's lock attempts, which the other two do not count (its
-    // own tests: corral-policy's ssc_unconfined.rs).
     let cfg = RuntimeConfig {
         policy: Policy::Lca,
         slice_ns: SLICE_NS,
-        ssc: SscParams::kernel(),
+        ssc: params,
         ..RuntimeConfig::default()
     };
     let mut user = Monitor::new(cfg, order.clone(), None, None);
 
     let mut kcfg = MonitorConfig::new(order.clone());
+    kcfg.ssc = params;
     kcfg.apply = false;
     let mut kernel = KernelMonitor::new(kcfg, BASE_NS);
 

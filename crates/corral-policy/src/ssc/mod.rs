@@ -36,8 +36,7 @@ mod search;
 
 pub use memory::{program_key, ClassMemory};
 pub use params::{
-    Decision, DecisionKind, SscParams, KERNEL_WARMUP_NS, PAPER_TSC_HZ, PAPER_VOTE_TICKS_PER_CORE,
-    USER_HANDOFF_NS,
+    Decision, DecisionKind, SscParams, PAPER_TSC_HZ, PAPER_VOTE_TICKS_PER_CORE, USER_HANDOFF_NS,
 };
 pub use search::{Phase, Refine, SearchState, UnconfinedProbe};
 

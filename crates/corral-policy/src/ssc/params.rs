@@ -18,12 +18,6 @@ pub const PAPER_VOTE_TICKS_PER_CORE: u64 = 256_000;
 /// slice then needs more than 50 contended acquisitions per ms of CPU.
 pub const USER_HANDOFF_NS: Nanos = 2_000;
 
-/// The kernel preset's [`SscParams::vote_warmup`]: 1 ms. Threads a bound
-/// change moves never vote with the slice they moved in (the per-thread
-/// warm-up), so the global warm-up only covers the rebalancing of the
-/// cores joining or leaving, which a kernel does at its next balancing.
-pub const KERNEL_WARMUP_NS: Nanos = 1_000_000;
-
 /// Parameters of [`super::SscController`].
 ///
 /// Named presets: [`SscParams::default`] is the 2013 algorithm plus every
@@ -144,18 +138,16 @@ impl SscParams {
     /// grows the SSC to half the thread count, undoing the cure (the
     /// simulator's `lca-grow` shows it).
     ///
-    /// Convergence (issue 14): a driver that reports progress (the
-    /// simulator does; the kernel-lock monitor does not, and keeps
-    /// vote-closed rounds) closes a round every 1 ms once it has counted
-    /// 200 acquisitions, instead of waiting for one 4 ms slice per SSC core,
-    /// and the warm-up after a bound change is 1 ms instead of one CFS
-    /// slice (threads moved by the change skip their slice anyway, the
-    /// per-thread warm-up). A doubling then takes 3 ms instead of 12, which
-    /// is what lets `--seconds 0.2` reach the final bound at 48 cores.
+    /// Convergence: a driver that reports progress (the simulator does; the
+    /// kernel-lock monitor does not, and keeps vote-closed rounds) closes a
+    /// round every 1 ms once it has counted 200 acquisitions, instead of
+    /// waiting for one 4 ms slice per SSC core: `--seconds 0.2` then reaches
+    /// the final bound at 48 cores. (A 1 ms warm-up settled faster still,
+    /// but below one slice the drivers disagree on which slices vote: the
+    /// one-policy test's three drivers then placed threads differently.)
     pub fn kernel() -> Self {
         SscParams {
             grow_runnable_per_core: 0.0,
-            vote_warmup: KERNEL_WARMUP_NS,
             progress_round: 1_000_000,
             progress_round_min: 200,
             ..Self::default()
@@ -180,9 +172,6 @@ impl SscParams {
             // 10 ms rounds of at least 400 attempts (noise about 5%).
             progress_round: 10_000_000,
             progress_round_min: 400,
-            // One CFS slice, as before the kernel preset's went to 1 ms:
-            // user-space rebalancing is the kernel's own, by affinity.
-            vote_warmup: Self::default().vote_warmup,
             ..Self::kernel()
         }
     }
