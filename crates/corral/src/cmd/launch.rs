@@ -156,6 +156,20 @@ pub(crate) fn launch(
     launch_observed(cfg, preload, prog, events, output, &|_| {})
 }
 
+/// The machine's topology as [`ENV_TOPOLOGY`] carries it: read from sysfs
+/// once per CLI process (a benchmark launches hundreds of runs), not by
+/// every process that starts a monitor.
+fn encoded_topology() -> Option<&'static str> {
+    static TOPOLOGY: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    TOPOLOGY
+        .get_or_init(|| {
+            corral_runtime::topology::read_sysfs()
+                .ok()
+                .map(|t| corral_runtime::topology::encode(&t))
+        })
+        .as_deref()
+}
+
 /// [`launch`], calling `on_spawn` with the child's pid as soon as it exists
 /// (the kernel-lock monitor starts tracking it there).
 pub(crate) fn launch_observed(
@@ -180,9 +194,8 @@ pub(crate) fn launch_observed(
             cmd.env(k, v);
         }
         cmd.env(ENV_PARENT_PID, std::process::id().to_string());
-        // Read once here, not by every process that starts a monitor.
-        if let Ok(topo) = corral_runtime::topology::read_sysfs() {
-            cmd.env(ENV_TOPOLOGY, corral_runtime::topology::encode(&topo));
+        if let Some(topo) = encoded_topology() {
+            cmd.env(ENV_TOPOLOGY, topo);
         }
         match events {
             Some(p) => cmd.env(ENV_EVENTS, p),

@@ -118,17 +118,11 @@ pub(super) fn point(
         .map(|s| s.status)
         .find(|&s| s != Status::Ok)
         .unwrap_or(Status::Ok);
-    let throughput = (status == Status::Ok).then(|| {
-        median(
-            ok.iter()
-                .map(|s| s.done.units / s.done.seconds.max(1e-9))
-                .collect(),
-        )
-    });
     let rates: Vec<f64> = ok
         .iter()
         .map(|s| s.done.units / s.done.seconds.max(1e-9))
         .collect();
+    let throughput = (status == Status::Ok).then(|| median(rates.clone()));
     let throughput_range = (status == Status::Ok).then(|| {
         let lo = rates.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = rates.iter().copied().fold(0.0, f64::max);
