@@ -56,8 +56,10 @@ pub(crate) struct Real {
 
 static REAL: OnceLock<Real> = OnceLock::new();
 
-/// glibc's functions; resolved in the constructor, so later calls never
-/// enter the dynamic linker (which may allocate).
+/// glibc's functions; resolved when the process makes its second thread
+/// (or at a single-threaded process's first lock glibc keeps), so that a
+/// threaded process's lock calls never enter the dynamic linker (which may
+/// allocate).
 pub(crate) fn real() -> &'static Real {
     REAL.get_or_init(resolve)
 }
@@ -185,26 +187,42 @@ fn degrade(why: &str) {
     eprintln!("corral: {why}; the program runs on corral's locks without the policy");
 }
 
+/// What every process pays at load, most of them short-lived execs that
+/// never make a thread: the fork handler and a look at the environment,
+/// without allocating or entering the dynamic linker. The configuration is
+/// read, and glibc's functions found, when the process makes its second
+/// thread; only the process `corral run` started reads it now, for its
+/// stats file.
 extern "C" fn on_load() {
-    let _ = real();
     // SAFETY: registering a plain function pointer; no other arguments.
     unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
-    let cfg = match RuntimeConfig::from_env() {
-        Ok(cfg) => cfg,
-        Err(e) => return degrade(&e.to_string()),
-    };
-    registry::set_waiting(cfg.waiting);
     if is_root_process() {
+        let Some(cfg) = read_config() else { return };
         // SAFETY: getpid has no preconditions.
         let pid = unsafe { libc::getpid() };
         if let Some(mut map) = monitor::create_stats(&corral_runtime::abi::stats_path(pid), pid) {
             corral_runtime::lockprof::attach(&mut map);
             *lock_stats() = Some((pid, map));
         }
+        let _ = CONFIG.set(cfg);
     }
-    let _ = CONFIG.set(cfg);
     // Release: a thread that sees Pending sees CONFIG and STATS.
     STATE.store(MonitorState::Pending as u8, Ordering::Release);
+}
+
+/// The configuration from the environment, applied to the waiters; `None`
+/// (after one line on stderr) when it is refused.
+fn read_config() -> Option<RuntimeConfig> {
+    match RuntimeConfig::from_env() {
+        Ok(cfg) => {
+            registry::set_waiting(cfg.waiting);
+            Some(cfg)
+        }
+        Err(e) => {
+            degrade(&e.to_string());
+            None
+        }
+    }
 }
 
 fn lock_stats() -> std::sync::MutexGuard<'static, Option<(i32, StatsMap)>> {
@@ -234,7 +252,10 @@ fn start_monitor() {
     {
         return;
     }
-    let Some(cfg) = CONFIG.get().cloned() else {
+    // Found before the thread exists, so that no lock call of a threaded
+    // process enters the dynamic linker (which may allocate).
+    let _ = real();
+    let Some(cfg) = CONFIG.get().cloned().or_else(read_config) else {
         STATE.store(MonitorState::Off as u8, Ordering::Relaxed);
         return;
     };
@@ -313,11 +334,38 @@ pub unsafe extern "C" fn pthread_create(
 
 /// The process `corral run` started (not a grandchild that inherited the
 /// environment): it alone writes the stats file and the decision log.
+/// [`ENV_PARENT_PID`] as a C string, for `getenv`.
+const PARENT_PID_VAR: &core::ffi::CStr = c"CORRAL_PARENT_PID";
+const _: () = assert!(bytes_eq(
+    PARENT_PID_VAR.to_bytes(),
+    ENV_PARENT_PID.as_bytes()
+));
+
+const fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// Read without allocating: it runs at every exec.
 fn is_root_process() -> bool {
-    let Some(parent) = std::env::var(ENV_PARENT_PID)
-        .ok()
-        .and_then(|v| v.parse::<i32>().ok())
-    else {
+    // SAFETY: a NUL-terminated name; getenv allocates nothing.
+    let raw = unsafe { libc::getenv(PARENT_PID_VAR.as_ptr()) };
+    if raw.is_null() {
+        return false;
+    }
+    // SAFETY: getenv returned a NUL-terminated string that lives as long as
+    // the environment is not modified (nothing else runs at load).
+    let value = unsafe { core::ffi::CStr::from_ptr(raw) };
+    let Some(parent) = value.to_str().ok().and_then(|v| v.parse::<i32>().ok()) else {
         return false;
     };
     // SAFETY: getppid has no preconditions.
@@ -340,7 +388,10 @@ fn with_signals_blocked<T>(f: impl FnOnce() -> T) -> T {
 
 extern "C" fn on_unload() {
     if !FORKED.load(Ordering::Relaxed) {
-        monitor::final_flush();
+        // Relaxed: this thread's own view suffices; final_flush checks the pid.
+        if STATE.load(Ordering::Relaxed) == MonitorState::Running as u8 {
+            monitor::final_flush();
+        }
         // Asked before the path is built: a raw-cloned child must not
         // allocate here (its parent's other threads may have held malloc's
         // lock at the clone).
