@@ -114,7 +114,18 @@ fn attach_metrics_parse_and_stay_within_the_final_report() {
             .iter()
             .find(|l| l["addr"] == addr)
             .unwrap_or_else(|| panic!("{addr} scraped but not in the report"));
-        assert_eq!(s.labels.get("kind"), lock["kind"].as_str());
+        // A kind only grows (rwsem:W, then rwsem:RW once read too).
+        let (was, now) = (
+            s.labels.get("kind").unwrap(),
+            lock["kind"].as_str().unwrap(),
+        );
+        let (was_type, was_modes) = was.split_once(':').unwrap_or((was, ""));
+        let (now_type, now_modes) = now.split_once(':').unwrap_or((now, ""));
+        assert_eq!(was_type, now_type, "{addr}");
+        assert!(
+            was_modes.chars().all(|m| now_modes.contains(m)),
+            "{was} {now}"
+        );
         assert!(value(s) <= lock["count"].as_f64().unwrap(), "{addr}");
     }
     for s in names("corral_lock_wait_seconds_total") {
