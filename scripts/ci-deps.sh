@@ -6,7 +6,9 @@
 #             (sysbench, stress-ng, pigz, git), and tmux, in which the
 #             corral top test drives the live view;
 #   optional: clang, llvm and libbpf headers, so the tests can check that the
-#             committed BPF object matches its source (skipped without them).
+#             committed BPF object matches its source (skipped without them);
+#             perf (linux-perf), whose uprobe count the lock profile's
+#             contended count is checked against (skipped without it).
 set -euo pipefail
 need=()
 command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
@@ -22,6 +24,7 @@ command -v tmux >/dev/null 2>&1 || need+=(tmux)
 optional=()
 command -v clang >/dev/null 2>&1 || optional+=(clang llvm)
 [[ -f /usr/include/bpf/bpf_helpers.h ]] || optional+=(libbpf-dev)
+command -v perf >/dev/null 2>&1 || optional+=(linux-perf)
 if [[ ${#need[@]} -eq 0 && ${#optional[@]} -eq 0 ]]; then
     exit 0
 fi
@@ -40,5 +43,5 @@ if [[ ${#need[@]} -gt 0 ]]; then
 fi
 if [[ ${#optional[@]} -gt 0 ]]; then
     apt-get install -y -q --no-install-recommends "${optional[@]}" ||
-        echo "ci-deps: optional ${optional[*]} not installed; the BPF object check is skipped" >&2
+        echo "ci-deps: optional ${optional[*]} not installed; the BPF object and perf count checks are skipped" >&2
 fi

@@ -28,7 +28,7 @@ pub use monitor::{KernelMonitor, MonitorConfig, ReportInputs};
 pub use record::{LockStat, SliceRecord, SLICE_RECORD_BYTES};
 pub use refusal::{has_bpf_capabilities, preflight, ProbeEnv, Refusal, REQUIRED_TRACEPOINTS};
 pub use report::{AffinityAction, HotLock, KernelReport, ThreadReport};
-pub use session::KernelSession;
+pub use session::{KernelLive, KernelSession};
 pub use source::{KernelLockSource, SourceConfig, BPF_OBJECT, BPF_SOURCE_SHA256};
 
 /// CLOCK_MONOTONIC nanoseconds: the clock `bpf_ktime_get_ns` reads, so

@@ -33,12 +33,35 @@ pub struct KernelSession {
     /// Shared with the worker so that tracking takes effect at once, not at
     /// its next poll: a fork right after `track` must already be followed.
     source: Arc<Mutex<KernelLockSource>>,
+    /// Shared with [`KernelLive`] readers between the worker's polls.
+    monitor: Arc<Mutex<KernelMonitor>>,
     worker: Option<JoinHandle<KernelReport>>,
 }
 
+/// A handle reading a running session's report so far (`corral attach
+/// --metrics`); it outlives the session harmlessly, reporting its end.
+#[derive(Debug, Clone)]
+pub struct KernelLive {
+    source: Arc<Mutex<KernelLockSource>>,
+    monitor: Arc<Mutex<KernelMonitor>>,
+    /// kallsyms, read at the first report that needs it (tens of ms).
+    symbols: Arc<Mutex<Option<KernelSymbols>>>,
+}
+
+impl KernelLive {
+    /// The report so far, as [`KernelSession::finish`] would return it now
+    /// (without restoring anything).
+    pub fn report(&self) -> KernelReport {
+        let mut symbols = lock(&self.symbols);
+        // Taken one at a time, as the worker does: no lock order to keep.
+        let inputs = inputs(&mut lock(&self.source), std::process::id(), &mut symbols);
+        lock(&self.monitor).report(monotonic_ns(), inputs)
+    }
+}
+
 /// Locks `source`; a panic elsewhere leaves the maps usable.
-fn lock(source: &Mutex<KernelLockSource>) -> std::sync::MutexGuard<'_, KernelLockSource> {
-    source.lock().unwrap_or_else(|p| p.into_inner())
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl KernelSession {
@@ -47,15 +70,26 @@ impl KernelSession {
     pub fn start(source: KernelLockSource, cfg: MonitorConfig) -> std::io::Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
         let source = Arc::new(Mutex::new(source));
-        let (stop2, source2) = (stop.clone(), source.clone());
+        let monitor = Arc::new(Mutex::new(KernelMonitor::new(cfg, monotonic_ns())));
+        let (stop2, source2, monitor2) = (stop.clone(), source.clone(), monitor.clone());
         let worker = std::thread::Builder::new()
             .name("corral-kmon".into())
-            .spawn(move || run(&source2, cfg, &stop2))?;
+            .spawn(move || run(&source2, &monitor2, &stop2))?;
         Ok(KernelSession {
             stop,
             source,
+            monitor,
             worker: Some(worker),
         })
+    }
+
+    /// A handle on the report so far, for a reader on another thread.
+    pub fn live(&self) -> KernelLive {
+        KernelLive {
+            source: self.source.clone(),
+            monitor: self.monitor.clone(),
+            symbols: Arc::new(Mutex::new(None)),
+        }
     }
 
     /// Tracks process `tgid` from now on: when this returns, the kernel
@@ -91,54 +125,66 @@ impl Drop for KernelSession {
     }
 }
 
-fn run(shared: &Mutex<KernelLockSource>, cfg: MonitorConfig, stop: &AtomicBool) -> KernelReport {
+fn run(
+    shared: &Mutex<KernelLockSource>,
+    monitor: &Mutex<KernelMonitor>,
+    stop: &AtomicBool,
+) -> KernelReport {
     // The monitor's own process: tracked only across a spawn, never placed.
     let own = std::process::id();
-    let mut monitor = KernelMonitor::new(cfg, monotonic_ns());
     let mut batch = Vec::new();
     loop {
         let last = stop.load(Ordering::Acquire);
         batch.clear();
         lock(shared).drain(&mut batch);
+        let mut m = lock(monitor);
         for rec in batch.iter().filter(|r| r.tgid != own) {
-            monitor.on_slice(rec);
+            m.on_slice(rec);
         }
-        monitor.apply(monotonic_ns());
+        m.apply(monotonic_ns());
+        drop(m);
         if last {
             break;
         }
         std::thread::sleep(POLL_INTERVAL);
     }
-    let mut source = lock(shared);
+    let inputs = inputs(&mut lock(shared), own, &mut None);
+    let mut m = lock(monitor);
+    let report = m.report(monotonic_ns(), inputs);
+    m.restore();
+    report
+}
+
+/// What the report takes from `source`; `symbols` caches kallsyms.
+fn inputs(
+    source: &mut KernelLockSource,
+    own: u32,
+    symbols: &mut Option<KernelSymbols>,
+) -> ReportInputs {
     let config = source.config();
     // Every lock: the CLI's table shows the top ones, the JSON all; the
     // BPF map bounds them.
     let hottest = source.lock_hotness();
     // Reading kallsyms costs tens of ms; only static locks (in the kernel
     // image or modules, not the direct map) can be named by it.
-    let symbols = if hottest.iter().any(|l| l.addr >= KERNEL_IMAGE_START) {
-        KernelSymbols::read()
-    } else {
-        KernelSymbols::default()
-    };
+    if symbols.is_none() && hottest.iter().any(|l| l.addr >= KERNEL_IMAGE_START) {
+        *symbols = Some(KernelSymbols::read());
+    }
     let hot_locks = hottest
         .into_iter()
         .map(|l| HotLock {
             addr: format!("{:#x}", l.addr),
-            symbol: symbols.name(l.addr),
+            symbol: symbols.as_ref().and_then(|s| s.name(l.addr)),
             kind: l.kind(),
             wait_ns: l.wait_ns,
             count: l.count,
         })
         .collect();
-    let inputs = ReportInputs {
+    ReportInputs {
         kinds: config.kinds.names(),
         follow_forks: config.follow_forks,
         processes: source.tracked().into_iter().filter(|&p| p != own).collect(),
         dropped: source.dropped(),
         hot_locks,
-    };
-    let report = monitor.report(monotonic_ns(), inputs);
-    monitor.restore();
-    report
+    }
 }

@@ -26,6 +26,15 @@ pub(crate) struct AttachArgs {
     /// Print the report as JSON instead of tables.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Serve the session's live figures as Prometheus metrics at ADDR
+    /// (http://ADDR/metrics), as `corral run --metrics` does: kernel lock
+    /// wait per lock and per thread, SSC size, decisions, dropped slices;
+    /// port 0 picks one, said on stderr.
+    #[arg(long, value_name = "IP:PORT")]
+    pub(crate) metrics: Option<std::net::SocketAddr>,
+    /// Allow --metrics on an address other than loopback.
+    #[arg(long, requires = "metrics")]
+    pub(crate) metrics_public: bool,
     #[command(flatten)]
     pub(crate) options: KernelOptions,
 }
@@ -148,8 +157,16 @@ pub(crate) fn run(args: AttachArgs) -> Result<(), CliError> {
     }
     // Caught from before the first thread can be placed: dying of the
     // signal outright would leave the target pinned where corral put it.
+    if let Some(addr) = args.metrics {
+        super::metrics::check(addr, args.metrics_public)?;
+    }
     signals::catch_stop_signals();
     let session = prepare(&args.options)?;
+    if let Some(addr) = args.metrics {
+        let watched = super::metrics::Watched::Kernel(session.live());
+        let bound = super::metrics::serve(addr, args.metrics_public, watched)?;
+        eprintln!("corral: metrics at http://{bound}/metrics");
+    }
     session
         .track(args.pid)
         .map_err(|e| CliError(format!("--pid {}: cannot track it: {e}", args.pid)))?;

@@ -66,6 +66,11 @@ impl KernelRun {
         }
     }
 
+    /// A handle on the report so far (`--metrics`).
+    pub(crate) fn live(&self) -> corral_runtime::kernel::KernelLive {
+        self.session.live()
+    }
+
     /// Stops and returns the report part (`"kernel"` in `--report`).
     pub(crate) fn finish(self) -> KernelReport {
         self.session.finish()

@@ -1,8 +1,9 @@
 //! `--metrics ADDR`: the Prometheus (OpenMetrics) text exposition of a
-//! running program's stats file, encoded by `prometheus-client`: lock wait
-//! per lock and per thread, SSC size, lock-intensive threads, monitor
-//! rounds, and contention the lock table could not place. A loopback
-//! address unless `--metrics-public`.
+//! running program's stats file (`corral run`) or of a kernel-lock session
+//! (`corral attach`), encoded by `prometheus-client`: lock wait per lock
+//! and per thread, SSC size, lock-intensive threads, monitor rounds, and
+//! what was dropped (contention the lock table could not place, kernel
+//! slices a full ring lost). A loopback address unless `--metrics-public`.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -16,6 +17,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
+use corral_runtime::kernel::{KernelLive, KernelReport};
 use corral_runtime::stats::{StatsMap, StatsSnapshot};
 
 use super::locks::symbols::Symbolizer;
@@ -27,8 +29,10 @@ struct LockLabels {
     /// Address (hex), or `other` for locks without a slot of their own.
     lock: String,
     kind: String,
-    /// The top sampled caller, named.
+    /// The top sampled caller, named; `-` for a kernel lock (none sampled).
     caller: String,
+    /// `user` (the program's locks) or `kernel` (`corral attach`).
+    space: &'static str,
 }
 
 /// The labels of a thread's series.
@@ -40,12 +44,97 @@ struct ThreadLabels {
 type FloatCounter = Counter<f64, std::sync::atomic::AtomicU64>;
 type FloatGauge = Gauge<f64, std::sync::atomic::AtomicU64>;
 
+/// The series both expositions share, filled then registered.
+#[derive(Default)]
+struct Exposition {
+    wait: Family<LockLabels, FloatCounter>,
+    contended: Family<LockLabels, Counter>,
+    max_wait: Family<LockLabels, FloatGauge>,
+    t_wait: Family<ThreadLabels, FloatCounter>,
+    t_share: Family<ThreadLabels, FloatGauge>,
+}
+
+fn counter(v: u64) -> Counter {
+    let c = Counter::<u64>::default();
+    c.inc_by(v);
+    c
+}
+
+fn gauge(v: i64) -> Gauge {
+    let g = Gauge::<i64>::default();
+    g.set(v);
+    g
+}
+
+impl Exposition {
+    /// One lock's series; `max_wait_ns` where kept.
+    fn lock(&self, labels: &LockLabels, wait_ns: u64, contended: u64, max_wait_ns: Option<u64>) {
+        self.wait.get_or_create(labels).inc_by(wait_ns as f64 / 1e9);
+        self.contended.get_or_create(labels).inc_by(contended);
+        if let Some(m) = max_wait_ns {
+            self.max_wait.get_or_create(labels).set(m as f64 / 1e9);
+        }
+    }
+
+    fn thread(&self, tid: impl ToString, wait_ns: u64, share: f64) {
+        let labels = ThreadLabels {
+            tid: tid.to_string(),
+        };
+        self.t_wait
+            .get_or_create(&labels)
+            .inc_by(wait_ns as f64 / 1e9);
+        self.t_share.get_or_create(&labels).set(share);
+    }
+
+    /// The text, with the scalar series of either driver.
+    fn finish(self, ssc_size: u32, intensive: u32, rounds: u64, extra: Registry) -> String {
+        let mut reg = extra;
+        reg.register("lock_wait_seconds", "Waiting for each lock", self.wait);
+        reg.register(
+            "lock_contended",
+            "Acquisitions of each lock that waited",
+            self.contended,
+        );
+        reg.register(
+            "lock_max_wait_seconds",
+            "Longest wait for each lock",
+            self.max_wait,
+        );
+        reg.register(
+            "thread_lock_wait_seconds",
+            "Lock waiting of each thread",
+            self.t_wait,
+        );
+        reg.register(
+            "thread_wait_share",
+            "Lock waiting over CPU time of each thread",
+            self.t_share,
+        );
+        reg.register(
+            "ssc_size",
+            "Cores of the SSC (0: none in force)",
+            gauge(ssc_size.into()),
+        );
+        reg.register(
+            "lock_intensive_threads",
+            "Threads classified lock-intensive",
+            gauge(intensive.into()),
+        );
+        reg.register(
+            "monitor_rounds",
+            "Decision rounds of the monitor",
+            counter(rounds),
+        );
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &reg);
+        out
+    }
+}
+
 /// The exposition of `stats`, callers named with `sym`.
 pub(crate) fn render(stats: &StatsSnapshot, sym: Option<&mut Symbolizer>) -> String {
-    let mut reg = Registry::with_prefix("corral");
-    let wait = Family::<LockLabels, FloatCounter>::default();
-    let contended = Family::<LockLabels, Counter>::default();
-    let max_wait = Family::<LockLabels, FloatGauge>::default();
+    let e = Exposition::default();
     let mut sym = sym;
     for l in &stats.locks {
         let caller = match (l.callers.first(), sym.as_deref_mut()) {
@@ -57,89 +146,73 @@ pub(crate) fn render(stats: &StatsSnapshot, sym: Option<&mut Symbolizer>) -> Str
             lock: l.addr.map_or("other".into(), |a| format!("{a:#x}")),
             kind: l.kind.clone(),
             caller,
+            space: "user",
         };
-        wait.get_or_create(&labels).inc_by(l.wait_ns as f64 / 1e9);
-        contended.get_or_create(&labels).inc_by(l.contended);
-        max_wait
-            .get_or_create(&labels)
-            .set(l.max_wait_ns as f64 / 1e9);
+        e.lock(&labels, l.wait_ns, l.contended, Some(l.max_wait_ns));
     }
-    reg.register("lock_wait_seconds", "Waiting for each lock", wait);
-    reg.register(
-        "lock_contended",
-        "Acquisitions of each lock that waited",
-        contended,
-    );
-    reg.register(
-        "lock_max_wait_seconds",
-        "Longest wait for each lock",
-        max_wait,
-    );
-    let t_wait = Family::<ThreadLabels, FloatCounter>::default();
-    let t_share = Family::<ThreadLabels, FloatGauge>::default();
     for t in &stats.threads {
-        let labels = ThreadLabels {
-            tid: t.tid.to_string(),
-        };
-        t_wait.get_or_create(&labels).inc_by(t.wait_ns as f64 / 1e9);
-        t_share.get_or_create(&labels).set(t.wait_share);
+        e.thread(t.tid, t.wait_ns, t.wait_share);
     }
-    reg.register(
-        "thread_lock_wait_seconds",
-        "Lock waiting of each thread",
-        t_wait,
-    );
-    reg.register(
-        "thread_wait_share",
-        "Lock waiting over CPU time of each thread",
-        t_share,
-    );
-    let gauge = |v: i64| {
-        let g = Gauge::<i64>::default();
-        g.set(v);
-        g
-    };
-    reg.register(
-        "ssc_size",
-        "Cores of the SSC (0: none in force)",
-        gauge(stats.ssc_bound.into()),
-    );
-    reg.register(
-        "lock_intensive_threads",
-        "Threads classified lock-intensive",
-        gauge(stats.n_lock_intensive.into()),
-    );
-    let rounds = Counter::<u64>::default();
-    rounds.inc_by(stats.generation);
-    reg.register("monitor_rounds", "Decision rounds of the monitor", rounds);
-    let dropped = Counter::<u64>::default();
-    dropped.inc_by(
-        stats
-            .locks
-            .iter()
-            .filter(|l| l.addr.is_none())
-            .map(|l| l.contended)
-            .sum(),
-    );
+    let mut reg = Registry::with_prefix("corral");
+    let overflow = stats
+        .locks
+        .iter()
+        .filter(|l| l.addr.is_none())
+        .map(|l| l.contended)
+        .sum();
     reg.register(
         "lock_table_overflow",
         "Contended acquisitions of locks that found no slot in the lock table",
-        dropped,
+        counter(overflow),
     );
-    let mut out = String::new();
-    // Writing into a String cannot fail.
-    let _ = prometheus_client::encoding::text::encode(&mut out, &reg);
-    out
+    e.finish(
+        stats.ssc_bound,
+        stats.n_lock_intensive,
+        stats.generation,
+        reg,
+    )
 }
 
-/// Binds `addr` (loopback unless `public`) and serves the stats of the
-/// process whose pid `pid` holds (0: not started yet) on a thread.
-/// Returns the address bound (port 0 picks one).
-pub(crate) fn serve(
-    addr: SocketAddr,
-    public: bool,
-    pid: Arc<AtomicI32>,
-) -> Result<SocketAddr, CliError> {
+/// The exposition of a kernel-lock session (`corral attach`): kernel locks
+/// (no longest wait nor callers: the BPF keeps none), threads' kernel lock
+/// waiting, and the slices the ring dropped.
+pub(crate) fn render_kernel(r: &KernelReport) -> String {
+    let e = Exposition::default();
+    for l in &r.hot_locks {
+        let labels = LockLabels {
+            lock: l.addr.clone(),
+            kind: l.kind.to_string(),
+            caller: "-".into(),
+            space: "kernel",
+        };
+        e.lock(&labels, l.wait_ns, l.count, None);
+    }
+    for t in &r.threads {
+        e.thread(t.tid, t.wait_ns, t.wait_share);
+    }
+    let mut reg = Registry::with_prefix("corral");
+    reg.register(
+        "dropped_slices",
+        "Kernel slices lost to a full ring",
+        counter(r.dropped_slices),
+    );
+    let intensive = r.threads.iter().filter(|t| t.lock_intensive).count() as u32;
+    let rounds = r.decisions.len() as u64 + r.holds;
+    e.finish(r.final_bound, intensive, rounds, reg)
+}
+
+/// What the endpoint serves.
+#[derive(Clone)]
+pub(crate) enum Watched {
+    /// The stats file of the program whose pid this holds (0: not started).
+    Program(Arc<AtomicI32>),
+    /// A kernel-lock session's report so far.
+    Kernel(KernelLive),
+}
+
+/// Refuses an `addr` off loopback unless `public`: checked before anything
+/// else starts (a kernel session, the program).
+pub(crate) fn check(addr: SocketAddr, public: bool) -> Result<(), CliError> {
     if !addr.ip().is_loopback() && !public {
         return Err(CliError::bad_value(
             "--metrics",
@@ -147,6 +220,17 @@ pub(crate) fn serve(
             "a loopback address (127.0.0.1 or [::1]); add --metrics-public to bind another",
         ));
     }
+    Ok(())
+}
+
+/// Binds `addr` (loopback unless `public`) and serves what is `watched` on
+/// a thread. Returns the address bound (port 0 picks one).
+pub(crate) fn serve(
+    addr: SocketAddr,
+    public: bool,
+    watched: Watched,
+) -> Result<SocketAddr, CliError> {
+    check(addr, public)?;
     let listener =
         TcpListener::bind(addr).map_err(|e| CliError(format!("--metrics {addr}: {e}")))?;
     let bound = listener.local_addr()?;
@@ -156,7 +240,7 @@ pub(crate) fn serve(
             let mut cache: Option<(String, Symbolizer)> = None;
             for conn in listener.incoming().flatten() {
                 // A failed scrape costs that scrape, not the run.
-                let _ = answer(conn, &pid, &mut cache);
+                let _ = answer(conn, &watched, &mut cache);
             }
         })?;
     Ok(bound)
@@ -165,7 +249,7 @@ pub(crate) fn serve(
 /// Answers one HTTP request: the exposition at `/metrics` (or `/`).
 fn answer(
     mut conn: TcpStream,
-    pid: &AtomicI32,
+    watched: &Watched,
     cache: &mut Option<(String, Symbolizer)>,
 ) -> std::io::Result<()> {
     conn.set_read_timeout(Some(Duration::from_secs(2)))?;
@@ -185,12 +269,25 @@ fn answer(
             b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
         );
     }
+    let body = match watched {
+        Watched::Program(pid) => program_body(pid, cache),
+        Watched::Kernel(live) => render_kernel(&live.report()),
+    };
+    write!(
+        conn,
+        "HTTP/1.1 200 OK\r\ncontent-type: application/openmetrics-text; version=1.0.0; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// The program's exposition, or an empty one before it starts.
+fn program_body(pid: &AtomicI32, cache: &mut Option<(String, Symbolizer)>) -> String {
     let pid = pid.load(Ordering::Relaxed); // Relaxed: a pid, no data behind it.
     let stats = (pid != 0)
         .then(|| StatsMap::open(&corral_runtime::abi::stats_path(pid)).ok())
         .flatten()
         .map(|m| m.snapshot());
-    let body = match stats {
+    match stats {
         Some(s) => {
             // Keep the symbolizer (its loaded files) while the maps are the same.
             let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
@@ -200,10 +297,5 @@ fn answer(
             render(&s, cache.as_mut().map(|(_, s)| s))
         }
         None => "# EOF\n".to_string(),
-    };
-    write!(
-        conn,
-        "HTTP/1.1 200 OK\r\ncontent-type: application/openmetrics-text; version=1.0.0; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-        body.len()
-    )
+    }
 }

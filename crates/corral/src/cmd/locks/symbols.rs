@@ -211,4 +211,24 @@ mod tests {
         assert!(named.object.unwrap().contains("corral"));
         assert_eq!(s.name(8, true), Named::default(), "unmapped");
     }
+
+    #[test]
+    fn a_stripped_librarys_exported_function_is_named_from_its_dynsym() {
+        // Debian's libc has no .symtab (stripped) and no debug info here:
+        // only .dynsym can name its exported functions.
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let mut s = Symbolizer::new(&maps);
+        let f = libc::pthread_mutex_trylock as *const () as u64;
+        let named = s.name(f + 4, true);
+        let object = named.object.unwrap_or_default();
+        if !object.contains("libc.so") {
+            return; // a static or unusual libc: nothing to check
+        }
+        let name = named.name.unwrap();
+        assert!(
+            name.ends_with("pthread_mutex_trylock+0x3"),
+            "{name} in {object}"
+        );
+        assert!(named.symbolic);
+    }
 }

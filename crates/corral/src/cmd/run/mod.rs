@@ -255,7 +255,11 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
     let ff = std::cell::RefCell::new(None);
     let metrics_pid = std::sync::Arc::new(std::sync::atomic::AtomicI32::new(0));
     if let Some(addr) = args.metrics {
-        let bound = super::metrics::serve(addr, args.metrics_public, metrics_pid.clone())?;
+        let bound = super::metrics::serve(
+            addr,
+            args.metrics_public,
+            super::metrics::Watched::Program(metrics_pid.clone()),
+        )?;
         eprintln!("corral: metrics at http://{bound}/metrics");
     }
     let sampler = match &args.report {
