@@ -57,9 +57,16 @@ fn real_time_threads_are_never_confined_while_fair_ones_are() {
         eprintln!("skipped: no C compiler");
         return;
     }
-    let fair = lock_intensive_flags(&exe, "fair", &dir).unwrap();
-    // The control: the same contention does qualify fair-class threads.
-    assert!(fair.iter().any(|&f| f), "fair threads: {fair:?}");
+    // The control: the same contention does qualify fair-class threads. On a
+    // loaded machine the two threads may seldom run at once and contend
+    // little, so the control gets three tries.
+    let qualified = (0..3).any(|_| {
+        lock_intensive_flags(&exe, "fair", &dir)
+            .unwrap()
+            .iter()
+            .any(|&f| f)
+    });
+    assert!(qualified, "fair-class threads qualified in none of 3 runs");
     match lock_intensive_flags(&exe, "rt", &dir) {
         Some(rt) => assert!(rt.iter().all(|&f| !f), "real-time threads: {rt:?}"),
         None => eprintln!("skipped the real-time half: SCHED_FIFO not permitted"),
