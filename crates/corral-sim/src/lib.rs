@@ -28,6 +28,7 @@ pub mod lca;
 pub mod locks;
 mod names;
 mod plot;
+pub mod reproduce;
 pub mod policy;
 pub mod presets;
 pub mod rng;
