@@ -94,7 +94,12 @@ const P1_BENCH: &[&str] = &[
     "parallel-grep",
 ];
 
-const fn stated(series: &'static str, quantity: Quantity, value: f64, source: &'static str) -> Published {
+const fn stated(
+    series: &'static str,
+    quantity: Quantity,
+    value: f64,
+    source: &'static str,
+) -> Published {
     Published {
         series,
         quantity,

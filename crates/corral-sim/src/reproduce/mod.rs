@@ -128,7 +128,10 @@ pub fn workload(name: &str) -> Option<Workload> {
     }
     let mut w = preset("markov")?;
     w.name = name.to_string();
-    w.description = format!("one ticket lock: {cs}-cycle section, {:.1}% of an operation", share * 100.0);
+    w.description = format!(
+        "one ticket lock: {cs}-cycle section, {:.1}% of an operation",
+        share * 100.0
+    );
     let step = w.operation.first_mut()?;
     step.cs = cs;
     step.work = cs / share - cs;
@@ -155,7 +158,11 @@ pub fn reproduce(fig: &Figure, dir: &Path, scale: Scale) -> Result<FigureReport,
     let txt = dir.join(format!("{}.txt", fig.name));
     let (workloads, policies, cores, metrics) = match fig.recipe {
         Recipe::Cannot(why) => {
-            write(txt, &format!("{}\nnot redone here: {why}\n", fig.title), &mut files)?;
+            write(
+                txt,
+                &format!("{}\nnot redone here: {why}\n", fig.title),
+                &mut files,
+            )?;
             return Ok(FigureReport {
                 name: fig.name.into(),
                 redone: false,
@@ -199,7 +206,13 @@ pub fn reproduce(fig: &Figure, dir: &Path, scale: Scale) -> Result<FigureReport,
     for &m in metrics {
         for p in &report.points {
             let v = metric(p, m);
-            csv.push_str(&format!("{},{},{},{:?},{v:.4},,plot only\n", p.workload, p.policy, p.cores, m).to_lowercase());
+            csv.push_str(
+                &format!(
+                    "{},{},{},{:?},{v:.4},,plot only\n",
+                    p.workload, p.policy, p.cores, m
+                )
+                .to_lowercase(),
+            );
             let mut q = p.clone();
             q.throughput = v;
             if metrics.len() > 1 || m != Metric::Throughput {
@@ -213,13 +226,19 @@ pub fn reproduce(fig: &Figure, dir: &Path, scale: Scale) -> Result<FigureReport,
             "{},{},,{},{},{},\"{}\"\n",
             c.series,
             policies.join("/"),
-            serde_json::to_value(c.quantity).map(|v| v.as_str().unwrap_or("").to_string()).unwrap_or_default(),
+            serde_json::to_value(c.quantity)
+                .map(|v| v.as_str().unwrap_or("").to_string())
+                .unwrap_or_default(),
             c.corral.map(|v| format!("{v:.4}")).unwrap_or_default(),
             c.published,
             c.source.replace('"', "'")
         ));
     }
-    write(dir.join(format!("{}.svg", fig.name)), &svg_plot(&svg_points), &mut files)?;
+    write(
+        dir.join(format!("{}.svg", fig.name)),
+        &svg_plot(&svg_points),
+        &mut files,
+    )?;
     write(dir.join(format!("{}.csv", fig.name)), &csv, &mut files)?;
     let mut text = format!(
         "{}\ncorral: {} simulated s per point, seed 1, cores {:?}\n\nwhere and why it differs: {}\n",
@@ -232,7 +251,9 @@ pub fn reproduce(fig: &Figure, dir: &Path, scale: Scale) -> Result<FigureReport,
             c.quantity,
             c.published,
             c.source,
-            c.corral.map(|v| format!("{v:.2}")).unwrap_or_else(|| "n/a at this scale".into())
+            c.corral
+                .map(|v| format!("{v:.2}"))
+                .unwrap_or_else(|| "n/a at this scale".into())
         ));
     }
     write(txt, &text, &mut files)?;
@@ -286,9 +307,13 @@ fn compare(published: &[Published], points: &[SimResult], policies: &[&str]) -> 
             let second = line(s.series, policies.get(1));
             let corral = match s.quantity {
                 Quantity::PeakCores => peak(&first).map(|p| f64::from(p.0)),
-                Quantity::PeakOverOneCore => peak(&first).zip(at(&first, 1)).map(|(p, one)| p.1 / one),
+                Quantity::PeakOverOneCore => {
+                    peak(&first).zip(at(&first, 1)).map(|(p, one)| p.1 / one)
+                }
                 Quantity::At48OverOneCore => at(&first, 48).zip(at(&first, 1)).map(|(a, b)| a / b),
-                Quantity::SecondOverFirstAt48 => at(&second, 48).zip(at(&first, 48)).map(|(a, b)| a / b),
+                Quantity::SecondOverFirstAt48 => {
+                    at(&second, 48).zip(at(&first, 48)).map(|(a, b)| a / b)
+                }
                 Quantity::SecondPeakOverFirstPeak => {
                     peak(&second).zip(peak(&first)).map(|(a, b)| a.1 / b.1)
                 }

@@ -85,9 +85,7 @@ impl State<'_> {
         // The protected data follows the lock from the core of its last
         // release.
         let (moved, data) = match lock.last_core {
-            Some(last) if last != core => {
-                (true, lock.data_miss[self.dist.distance(last, core)])
-            }
+            Some(last) if last != core => (true, lock.data_miss[self.dist.distance(last, core)]),
             _ => (false, 0.0),
         };
         let algo = lock.algo;

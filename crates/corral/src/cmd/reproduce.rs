@@ -16,9 +16,9 @@ pub(crate) struct ReproduceArgs {
     /// Directory the SVG, CSV and text files go to (created if missing).
     #[arg(long, value_name = "DIR", default_value = "corral-figures")]
     pub out_dir: PathBuf,
-    /// Simulated seconds per point; 0.05 keeps `all` under 10 minutes on 2
+    /// Simulated seconds per point; 0.1 runs `all` in about 3 minutes on 2
     /// host cores, longer runs are smoother.
-    #[arg(long, default_value_t = 0.05, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 0.1, allow_negative_numbers = true)]
     pub seconds: f64,
     /// Leave out core counts above this (a quick look at a figure).
     #[arg(long, value_name = "CORES")]
@@ -53,7 +53,11 @@ pub(crate) fn run(args: ReproduceArgs) -> Result<(), CliError> {
         ));
     }
     if args.max_cores == Some(0) {
-        return Err(CliError::bad_value("--max-cores", "0", "expected at least 1 core"));
+        return Err(CliError::bad_value(
+            "--max-cores",
+            "0",
+            "expected at least 1 core",
+        ));
     }
     let name = args.figure.as_deref().unwrap_or("all");
     let figures: Vec<_> = if name == "all" {
@@ -75,7 +79,11 @@ pub(crate) fn run(args: ReproduceArgs) -> Result<(), CliError> {
             .map_err(|e| CliError(format!("{}: {e}", f.name)))?;
         let what = match &r.reason {
             Some(why) => format!("not redone: {why}"),
-            None => format!("{} points, {:.1} M events/s", r.points, r.events_per_second / 1e6),
+            None => format!(
+                "{} points, {:.1} M events/s",
+                r.points,
+                r.events_per_second / 1e6
+            ),
         };
         eprintln!(
             "[{}/{}] {:<12} {:>6.1} s  {what}",
@@ -94,7 +102,10 @@ pub(crate) fn run(args: ReproduceArgs) -> Result<(), CliError> {
             "wall_seconds": wall,
             "figures": reports,
         });
-        println!("{}", serde_json::to_string_pretty(&doc).map_err(|e| CliError(e.to_string()))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&doc).map_err(|e| CliError(e.to_string()))?
+        );
     } else {
         println!(
             "{} figures ({} redone) in {} ({wall:.0} s)",
