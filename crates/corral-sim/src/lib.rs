@@ -30,6 +30,7 @@ mod names;
 mod plot;
 pub mod policy;
 pub mod presets;
+pub mod reproduce;
 pub mod rng;
 mod state;
 pub mod sweep;

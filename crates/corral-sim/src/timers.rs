@@ -4,21 +4,30 @@
 
 const ARITY: usize = 4;
 
+/// `pos` of a disarmed timer.
+const DISARMED: u32 = u32::MAX;
+
+/// A heap entry: the due time (the bits of a non-negative f64, which order
+/// like the floats) beside its id, so that sifting compares without a
+/// second, dependent load per child.
+#[derive(Clone, Copy)]
+struct Entry {
+    key: u64,
+    id: u32,
+}
+
 pub(crate) struct Timers {
-    heap: Vec<u32>,
-    /// Heap index of each timer id; none while it is disarmed.
-    pos: Vec<Option<u32>>,
-    /// Due time per timer id, as the bits of a non-negative f64 (which order
-    /// like the floats).
-    due: Vec<u64>,
+    heap: Vec<Entry>,
+    /// Heap index of each timer id; [`DISARMED`] while it is disarmed.
+    pos: Vec<u32>,
 }
 
 impl Timers {
     pub(crate) fn new(ids: usize) -> Self {
+        assert!(ids < DISARMED as usize, "timer ids fit below the sentinel");
         Timers {
             heap: Vec::with_capacity(ids),
-            pos: vec![None; ids],
-            due: vec![0; ids],
+            pos: vec![DISARMED; ids],
         }
     }
 
@@ -26,94 +35,97 @@ impl Timers {
     #[inline]
     pub(crate) fn set(&mut self, id: u32, at: f64) {
         let key = at.max(0.0).to_bits();
-        let i = id as usize;
-        let old = self.due[i];
-        self.due[i] = key;
-        match self.pos[i] {
-            None => {
-                self.heap.push(id);
-                let at = self.heap.len() - 1;
-                self.pos[i] = Some(at as u32);
-                self.sift_up(at);
-            }
-            Some(p) if key < old => self.sift_up(p as usize),
-            Some(p) => self.sift_down(p as usize),
+        let p = self.pos[id as usize];
+        if p == DISARMED {
+            self.heap.push(Entry { key, id });
+            self.sift_up(self.heap.len() - 1, Entry { key, id });
+            return;
+        }
+        let p = p as usize;
+        let old = self.heap[p].key;
+        if key < old {
+            self.sift_up(p, Entry { key, id });
+        } else {
+            self.sift_down(p, Entry { key, id });
         }
     }
 
     /// Disarms timer `id` (nothing if it is not armed).
     #[inline]
     pub(crate) fn cancel(&mut self, id: u32) {
-        let Some(p) = self.pos[id as usize].take() else {
+        let p = std::mem::replace(&mut self.pos[id as usize], DISARMED);
+        if p == DISARMED {
             return;
-        };
+        }
         let last = self.heap.pop().expect("armed timer is in the heap");
-        if last != id {
+        if last.id != id {
             let p = p as usize;
             self.heap[p] = last;
-            self.pos[last as usize] = Some(p as u32);
-            self.sift_down(p);
-            let p = self.pos[last as usize].expect("moved timer is armed");
-            self.sift_up(p as usize);
+            self.pos[last.id as usize] = p as u32;
+            self.sift_down(p, last);
+            let p = self.pos[last.id as usize];
+            self.sift_up(p as usize, last);
         }
     }
 
     /// The earliest timer and its time, disarmed.
     #[inline]
     pub(crate) fn pop(&mut self) -> Option<(f64, u32)> {
-        let &id = self.heap.first()?;
-        let at = f64::from_bits(self.due[id as usize]);
-        self.cancel(id);
-        Some((at, id))
+        let top = *self.heap.first()?;
+        self.pos[top.id as usize] = DISARMED;
+        let last = self.heap.pop().expect("the heap has its top");
+        if last.id != top.id {
+            // The root has no parent: only sifting down can move it.
+            self.sift_down(0, last);
+        }
+        Some((f64::from_bits(top.key), top.id))
     }
 
+    /// Places `e` at `i` or above it.
     #[inline]
-    fn sift_up(&mut self, mut i: usize) {
-        let id = self.heap[i];
-        let key = self.due[id as usize];
+    fn sift_up(&mut self, mut i: usize, e: Entry) {
         while i > 0 {
             let parent = (i - 1) / ARITY;
-            let pid = self.heap[parent];
-            if self.due[pid as usize] <= key {
+            let pe = self.heap[parent];
+            if pe.key <= e.key {
                 break;
             }
-            self.heap[i] = pid;
-            self.pos[pid as usize] = Some(i as u32);
+            self.heap[i] = pe;
+            self.pos[pe.id as usize] = i as u32;
             i = parent;
         }
-        self.heap[i] = id;
-        self.pos[id as usize] = Some(i as u32);
+        self.heap[i] = e;
+        self.pos[e.id as usize] = i as u32;
     }
 
+    /// Places `e` at `i` or below it.
     #[inline]
-    fn sift_down(&mut self, mut i: usize) {
+    fn sift_down(&mut self, mut i: usize, e: Entry) {
         let n = self.heap.len();
-        let id = self.heap[i];
-        let key = self.due[id as usize];
         loop {
             let first = i * ARITY + 1;
             if first >= n {
                 break;
             }
             let mut best = first;
-            let mut best_key = self.due[self.heap[first] as usize];
+            let mut best_key = self.heap[first].key;
             for c in first + 1..(first + ARITY).min(n) {
-                let k = self.due[self.heap[c] as usize];
+                let k = self.heap[c].key;
                 if k < best_key {
                     best = c;
                     best_key = k;
                 }
             }
-            if best_key >= key {
+            if best_key >= e.key {
                 break;
             }
-            let cid = self.heap[best];
-            self.heap[i] = cid;
-            self.pos[cid as usize] = Some(i as u32);
+            let ce = self.heap[best];
+            self.heap[i] = ce;
+            self.pos[ce.id as usize] = i as u32;
             i = best;
         }
-        self.heap[i] = id;
-        self.pos[id as usize] = Some(i as u32);
+        self.heap[i] = e;
+        self.pos[e.id as usize] = i as u32;
     }
 }
 

@@ -79,6 +79,46 @@ impl Machine {
     }
 }
 
+/// [`Machine::distance`] and [`Machine::migration_cycles`] from tables built
+/// once: the engine asks at every lock handoff and migration, and the
+/// divisions of `llc_of`/`node_of` were a tenth of a handoff's time.
+#[derive(Clone, Debug)]
+pub(crate) struct Distances {
+    /// (LLC, node) of each core.
+    place: Vec<(u32, u32)>,
+    /// Migration cost by distance class, in cycles.
+    migration: [f64; 4],
+}
+
+impl Distances {
+    pub(crate) fn new(m: &Machine) -> Self {
+        Distances {
+            place: (0..m.cores).map(|c| (m.llc_of(c), m.node_of(c))).collect(),
+            migration: m.migration_us.map(|us| us * 1000.0 * m.clock_ghz),
+        }
+    }
+
+    /// As [`Machine::distance`].
+    #[inline]
+    pub(crate) fn distance(&self, a: u32, b: u32) -> usize {
+        let (la, na) = self.place[a as usize];
+        let (lb, nb) = self.place[b as usize];
+        if la == lb {
+            return 0;
+        }
+        ((na ^ nb).count_ones() as usize).clamp(1, 3)
+    }
+
+    /// As [`Machine::migration_cycles`].
+    #[inline]
+    pub(crate) fn migration_cycles(&self, from: u32, to: u32) -> f64 {
+        if from == to {
+            return 0.0;
+        }
+        self.migration[self.distance(from, to)]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,5 +132,18 @@ mod tests {
         assert_eq!(m.distance(0, 42), 3); // node 0 -> node 7
         assert_eq!(m.migration_cycles(3, 3), 0.0);
         assert!(m.migration_cycles(0, 42) > m.migration_cycles(0, 1));
+    }
+
+    #[test]
+    fn tables_answer_as_the_machine() {
+        for m in [Machine::paper3_like(48), Machine::paper3_like(1024)] {
+            let d = Distances::new(&m);
+            for a in (0..m.cores).step_by(7) {
+                for b in (0..m.cores).step_by(5) {
+                    assert_eq!(d.distance(a, b), m.distance(a, b));
+                    assert_eq!(d.migration_cycles(a, b), m.migration_cycles(a, b));
+                }
+            }
+        }
     }
 }

@@ -47,6 +47,9 @@ enum Command {
     /// The many-core discrete-event simulator.
     #[command(allow_negative_numbers = true)]
     Sim(cmd::sim::SimArgs),
+    /// Redo the seed papers' figures: `corral reproduce p3-fig2`, `corral reproduce all --out-dir DIR`.
+    #[command(allow_negative_numbers = true)]
+    Reproduce(cmd::reproduce::ReproduceArgs),
 }
 
 fn main() {
@@ -67,6 +70,7 @@ fn main() {
         Command::Bench(b) => cmd::bench::run(b),
         Command::Model(args) => cmd::model::run(args),
         Command::Sim(args) => cmd::sim::run(args),
+        Command::Reproduce(args) => cmd::reproduce::run(args),
     };
     if let Err(e) = result {
         eprintln!("error: {e}");

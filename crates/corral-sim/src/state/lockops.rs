@@ -85,9 +85,7 @@ impl State<'_> {
         // The protected data follows the lock from the core of its last
         // release.
         let (moved, data) = match lock.last_core {
-            Some(last) if last != core => {
-                (true, lock.data_miss[self.cfg.machine.distance(last, core)])
-            }
+            Some(last) if last != core => (true, lock.data_miss[self.dist.distance(last, core)]),
             _ => (false, 0.0),
         };
         let algo = lock.algo;
@@ -241,7 +239,7 @@ impl State<'_> {
             self.least_loaded(range, t)
         };
         if core != last {
-            self.tasks[t as usize].debt += self.cfg.machine.migration_cycles(last, core);
+            self.tasks[t as usize].debt += self.dist.migration_cycles(last, core);
             self.figures.migrations += 1;
         }
         self.enqueue(t, core);

@@ -19,6 +19,7 @@ use crate::locks::LockAlgo;
 use crate::policy::{CoreLoads, SimPolicy};
 use crate::rng::Rng;
 use crate::timers::Timers;
+use crate::topology::Distances;
 use crate::workload::{CompiledStep, TimeDist, Workload};
 use std::collections::VecDeque;
 
@@ -205,6 +206,8 @@ impl CoreLoads for LoadView<'_> {
 pub(crate) struct State<'a> {
     cfg: &'a SimConfig,
     policy: &'a mut dyn SimPolicy,
+    /// The machine's distances, tabled.
+    dist: Distances,
     rng: Rng,
     exponential: bool,
     /// The operation, then one program per workload phase.
@@ -260,6 +263,7 @@ impl<'a> State<'a> {
         State {
             cfg,
             policy,
+            dist: Distances::new(&cfg.machine),
             rng: Rng::seeded(cfg.seed),
             exponential: workload.times == TimeDist::Exponential,
             programs,

@@ -12,6 +12,7 @@ pub(crate) mod locks;
 pub(crate) mod metrics;
 pub(crate) mod model;
 pub(crate) mod report;
+pub(crate) mod reproduce;
 pub(crate) mod run;
 pub(crate) mod signals;
 pub(crate) mod sim;
