@@ -5,7 +5,9 @@
 
 pub mod abi;
 pub mod affinity;
+pub mod ca;
 pub mod config;
+pub mod csf;
 pub mod cpuset;
 pub mod events;
 pub mod faithful;

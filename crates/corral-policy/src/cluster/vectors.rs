@@ -113,6 +113,19 @@ impl SeVectors {
         &self.counts[thread * size..(thread + 1) * size]
     }
 
+    /// A table of the rows `keep` (in that order), renumbered from 0:
+    /// the live threads of a round. Allocates; once per round.
+    #[cold]
+    pub fn compact(&self, keep: &[usize]) -> SeVectors {
+        let mut out = SeVectors::new(self.size);
+        for &t in keep {
+            out.counts.extend_from_slice(self.con_vector(t));
+            out.events.push(self.events[t]);
+            out.full += usize::from(self.events[t] >= self.size);
+        }
+        out
+    }
+
     /// Empties every vector for the next recording round (no allocation).
     pub fn reset(&mut self) {
         self.counts.fill(0);
