@@ -69,6 +69,8 @@ pub struct CaDriver {
     vectors: SeVectors,
     members: Vec<Member>,
     rounds: u32,
+    /// Ticks since the first vector of this round filled.
+    waited: u32,
 }
 
 impl CaDriver {
@@ -82,6 +84,7 @@ impl CaDriver {
             vectors: SeVectors::new(params.se_vector_size),
             members: Vec::new(),
             rounds: 0,
+            waited: 0,
         }
     }
 
@@ -128,6 +131,17 @@ impl CaDriver {
         if !self.vectors.any_full() {
             return None;
         }
+        let recording = (0..self.members.len())
+            .filter(|&t| self.members[t].alive && self.vectors.events(t) > 0)
+            .count();
+        if !self
+            .params
+            .round_due(self.vectors.full_count(), recording, self.waited)
+        {
+            self.waited += 1;
+            return None;
+        }
+        self.waited = 0;
         let alive: Vec<bool> = self.members.iter().map(|m| m.alive).collect();
         let csf = self.csf.unwrap_or_default();
         let decided = ca_round(&self.vectors, &alive, &self.params, &csf, &self.cpus);
@@ -143,15 +157,14 @@ impl CaDriver {
                 // A mask narrower than the process's is the program's own.
                 m.own_mask = get_thread_affinity(m.tid).is_ok_and(|now| now != self.cpus);
             }
-            if !m.own_mask && m.pinned != Some(cpu) && set_thread_affinity(m.tid, &[cpu]).is_ok()
-            {
+            if !m.own_mask && m.pinned != Some(cpu) && set_thread_affinity(m.tid, &[cpu]).is_ok() {
                 m.pinned = Some(cpu);
                 moved += 1;
             }
             let nice = self.csf.map(|csf| {
-                let base = *m.base_nice.get_or_insert_with(|| {
-                    corral_locks::sys::sched::nice_of(m.tid).unwrap_or(0)
-                });
+                let base = *m
+                    .base_nice
+                    .get_or_insert_with(|| corral_locks::sys::sched::nice_of(m.tid).unwrap_or(0));
                 let asked = base - csf.bonus(decided.lock_count[k]);
                 apply_nice(m.tid, asked.clamp(-20, 19)).read_back
             });

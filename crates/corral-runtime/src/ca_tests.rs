@@ -94,7 +94,10 @@ fn clusters_pin_read_back_and_recluster_when_usage_changes() {
     let base = corral_locks::sys::sched::nice_of(0).unwrap();
     for th in &first.threads {
         let nice = th.nice.expect("CSF reads back every thread's nice");
-        assert!((base - 2..=base).contains(&nice), "nice {nice}, base {base}");
+        assert!(
+            (base - 2..=base).contains(&nice),
+            "nice {nice}, base {base}"
+        );
         assert_eq!(corral_locks::sys::sched::nice_of(th.tid), Ok(nice));
     }
 

@@ -158,7 +158,11 @@ pub struct UnknownPolicy(pub String);
 
 impl fmt::Display for UnknownPolicy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "unknown policy '{}'; allowed: none, lca, ca, ca,csf", self.0)
+        write!(
+            f,
+            "unknown policy '{}'; allowed: none, lca, ca, ca,csf",
+            self.0
+        )
     }
 }
 

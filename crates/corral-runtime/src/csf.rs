@@ -80,7 +80,12 @@ mod tests {
     #[test]
     fn a_refused_prctl_gives_one_line() {
         let refused = SliceExtension::detect(|| Err(libc::EINVAL));
-        assert_eq!(refused, SliceExtension::Refused { errno: libc::EINVAL });
+        assert_eq!(
+            refused,
+            SliceExtension::Refused {
+                errno: libc::EINVAL
+            }
+        );
         let line = refused.line().expect("a refusal is said");
         assert!(!line.contains('\n'));
         assert!(line.contains("PR_RSEQ_SLICE_EXTENSION") && line.contains("bonus alone"));

@@ -109,7 +109,9 @@ mod tests {
         assert_eq!(p("lca,ff").unwrap().name(), "lca,ff");
         assert_eq!(p("ca,csf").unwrap().placement, Policy::CaCsf);
         assert_eq!(p("csf,ff,ca").unwrap().name(), "ca,csf,ff");
-        for bad in ["", "ff,ff", "lca,none", "fast", "lca,,ff", "csf", "lca,csf", "ca,lca"] {
+        for bad in [
+            "", "ff,ff", "lca,none", "fast", "lca,,ff", "csf", "lca,csf", "ca,lca",
+        ] {
             let e = p(bad).unwrap_err();
             assert!(e.to_string().contains("lca,ff"), "{bad}: {e}");
         }

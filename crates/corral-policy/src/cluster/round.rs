@@ -99,8 +99,14 @@ mod tests {
     #[test]
     fn planted_groups_go_whole_to_one_cpu_each() {
         let (v, alive) = planted();
-        let r = ca_round(&v, &alive, &CaParams::default(), &CsfParams::default(), &[0, 1])
-            .expect("six threads take part");
+        let r = ca_round(
+            &v,
+            &alive,
+            &CaParams::default(),
+            &CsfParams::default(),
+            &[0, 1],
+        )
+        .expect("six threads take part");
         assert_eq!(r.members, vec![0, 1, 2, 3, 4, 5]);
         let planted = [0, 0, 0, 1, 1, 1];
         let acc = crate::cluster::clustering_accuracy(&planted, &r.clustering.label);

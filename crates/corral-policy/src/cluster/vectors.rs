@@ -94,6 +94,12 @@ impl SeVectors {
         false
     }
 
+    /// How many vectors are full.
+    #[inline]
+    pub fn full_count(&self) -> usize {
+        self.full
+    }
+
     /// Whether any vector is full.
     #[inline]
     pub fn any_full(&self) -> bool {
