@@ -79,12 +79,17 @@ pub const SAMPLE_EVERY: u64 = 16;
 /// thread alone, drained by the monitor. Its own cache lines.
 #[derive(Debug)]
 #[repr(C, align(64))]
-#[allow(clippy::new_without_default)]
 pub struct LockTrail {
     /// Entries written so far (wrapping); the newest is at `head - 1`.
     pub head: AtomicU32,
     /// Lock ids (mutex addresses), `head % TRAIL_LEN` the next to write.
     pub ids: [AtomicU64; TRAIL_LEN],
+}
+
+impl Default for LockTrail {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl LockTrail {

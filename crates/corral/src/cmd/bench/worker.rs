@@ -172,7 +172,7 @@ pub(crate) fn run(args: WorkerArgs) -> Result<(), CliError> {
                                 let bump = |d: &mut [u64; 32]| d.iter_mut().for_each(|x| *x += 1);
                                 grp.a.with(bump);
                                 grp.b.with(bump);
-                                if ops % 16 == 0 {
+                                if ops.is_multiple_of(16) {
                                     counter.with(|c| *c += 1);
                                 }
                             }
