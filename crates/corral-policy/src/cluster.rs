@@ -11,10 +11,12 @@ mod accuracy;
 mod form;
 mod params;
 mod plan;
+mod round;
 mod vectors;
 
 pub use accuracy::clustering_accuracy;
 pub use form::{cluster_threads, globally_shared_slots, similarity, Cluster, Clustering};
-pub use params::CaParams;
+pub use params::{CaParams, ROUND_WAIT_TICKS};
 pub use plan::{mapping_plan, MappingPlan};
+pub use round::{ca_round, csf_lock_count, CaRound};
 pub use vectors::SeVectors;

@@ -10,7 +10,7 @@ use corral_locks::wait::record_wait;
 use corral_locks::{Algorithm, RawLock};
 use corral_runtime::abi::lock_kind;
 use corral_runtime::parking::Parking;
-use corral_runtime::registry::{current_tid, on_lock_attempt};
+use corral_runtime::registry::{current_tid, on_lock_attempt_at};
 
 use crate::deadline::Deadline;
 use crate::init::real;
@@ -364,7 +364,7 @@ unsafe fn unlock_general(m: *mut libc::pthread_mutex_t) -> c_int {
 /// `parks`: the algorithm's waiters sleep by themselves.
 #[inline(always)]
 fn acquire_as<L: RawLock>(w: &MutexWords, parks: bool) {
-    on_lock_attempt();
+    on_lock_attempt_at(w as *const MutexWords as usize);
     // SAFETY: `w.state()` is a live mutex's state words.
     let l = unsafe { in_place::<L>(w.state()) };
     if !l.try_lock() {
@@ -376,7 +376,7 @@ fn acquire_as<L: RawLock>(w: &MutexWords, parks: bool) {
 /// Takes `w`'s lock of algorithm `L` if it is free.
 #[inline(always)]
 fn try_acquire_as<L: RawLock>(w: &MutexWords) -> bool {
-    on_lock_attempt();
+    on_lock_attempt_at(w as *const MutexWords as usize);
     // SAFETY: `w.state()` is a live mutex's state words.
     unsafe { in_place::<L>(w.state()) }.try_lock()
 }

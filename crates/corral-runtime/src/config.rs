@@ -63,14 +63,27 @@ pub enum Policy {
     None,
     /// Paper 1's lock-contention-aware SSC.
     Lca,
+    /// Paper 5's contention-aware scheduler: threads clustered by the locks
+    /// they share, each cluster pinned to CPUs.
+    Ca,
+    /// [`Policy::Ca`] with Critical-Section-First: a nice bonus by lock
+    /// count, and rseq slice extension where the kernel has it.
+    CaCsf,
 }
 
 impl Policy {
+    /// Whether the CA-Scheduler runs (with or without CSF).
+    pub fn is_ca(self) -> bool {
+        matches!(self, Policy::Ca | Policy::CaCsf)
+    }
+
     /// The CLI name.
     pub fn name(self) -> &'static str {
         match self {
             Policy::None => "none",
             Policy::Lca => "lca",
+            Policy::Ca => "ca",
+            Policy::CaCsf => "ca,csf",
         }
     }
 }
@@ -78,11 +91,13 @@ impl Policy {
 impl FromStr for Policy {
     type Err = UnknownPolicy;
 
-    /// Parses `none` or `lca`.
+    /// Parses `none`, `lca`, `ca` or `ca,csf`.
     fn from_str(s: &str) -> Result<Self, UnknownPolicy> {
         match s {
             "none" => Ok(Policy::None),
             "lca" => Ok(Policy::Lca),
+            "ca" => Ok(Policy::Ca),
+            "ca,csf" | "csf,ca" => Ok(Policy::CaCsf),
             _ => Err(UnknownPolicy(s.to_owned())),
         }
     }
@@ -137,13 +152,17 @@ impl fmt::Display for UnknownWaiting {
 
 impl std::error::Error for UnknownWaiting {}
 
-/// A policy name that is neither `none` nor `lca`; its message lists both.
+/// A policy name that is none of [`Policy`]'s; its message lists them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UnknownPolicy(pub String);
 
 impl fmt::Display for UnknownPolicy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "unknown policy '{}'; allowed: none, lca", self.0)
+        write!(
+            f,
+            "unknown policy '{}'; allowed: none, lca, ca, ca,csf",
+            self.0
+        )
     }
 }
 
@@ -251,7 +270,7 @@ impl TimeUnit {
 impl fmt::Display for Expected {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Expected::Policy => f.write_str("one of none, lca"),
+            Expected::Policy => f.write_str("one of none, lca, ca, ca,csf"),
             Expected::LockAlgorithm => {
                 f.write_str("one of ")?;
                 for (i, alg) in Algorithm::ALL.iter().enumerate() {

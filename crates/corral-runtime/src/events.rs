@@ -75,6 +75,14 @@ pub enum Event {
         /// Contended acquisitions per millisecond.
         waits_per_ms: f64,
     },
+    /// A CA-Scheduler round applied (paper 5): every member's cluster, CPU
+    /// and affinity read back.
+    Clustered {
+        /// Milliseconds since the monitor started.
+        t_ms: f64,
+        /// The round and its threads.
+        applied: crate::ca::CaApplied,
+    },
     /// A thread exited.
     Exited {
         /// Milliseconds since the monitor started.

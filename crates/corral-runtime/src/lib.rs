@@ -5,8 +5,10 @@
 
 pub mod abi;
 pub mod affinity;
+pub mod ca;
 pub mod config;
 pub mod cpuset;
+pub mod csf;
 pub mod events;
 pub mod faithful;
 pub mod files;

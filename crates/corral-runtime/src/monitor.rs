@@ -114,6 +114,8 @@ pub struct Monitor {
     /// The progress series: attempts and waits since `series_since`.
     series: (u64, u64),
     series_since: u64,
+    /// Paper 5's CA-Scheduler, under policy `ca`.
+    ca: Option<crate::ca::CaDriver>,
 }
 
 impl Monitor {
@@ -145,7 +147,13 @@ impl Monitor {
             waits_this_tick: 0,
             series: (0, 0),
             series_since: 0,
+            ca: None,
         };
+        if cfg.policy.is_ca() {
+            let csf = (cfg.policy == Policy::CaCsf).then(corral_policy::csf::CsfParams::default);
+            let ca = corral_policy::cluster::CaParams::default();
+            m.ca = Some(crate::ca::CaDriver::new(ca, csf, m.cpus.clone()));
+        }
         let bound = m.ctrl.as_ref().map_or(0, SscController::bound);
         m.log(Event::Start {
             t_ms: 0.0,
@@ -181,6 +189,10 @@ impl Monitor {
         for i in 0..registry::slots_in_use() {
             self.observe_slot(i, now, t_ms);
         }
+        let applied = self.ca.as_mut().and_then(crate::ca::CaDriver::round);
+        if let Some(applied) = applied {
+            self.log(Event::Clustered { t_ms, applied });
+        }
         if let Some(ctrl) = &self.ctrl {
             // Measured progress lets the search compare K(n) rather than
             // the n(1 - p) estimate (see SscParams::use_progress).
@@ -194,6 +206,15 @@ impl Monitor {
         self.log_progress(now, t_ms);
         if let Some(log) = &mut self.events {
             let _ = log.flush();
+        }
+        if let Some(ca) = &self.ca {
+            // Every tick until the first plan (the trails hold one tick of
+            // samples), then re-clustering at the settled pace.
+            return if ca.rounds() == 0 {
+                Pace::Searching
+            } else {
+                Pace::Settled
+            };
         }
         let placed = self.ctrl.as_ref().is_some_and(|c| c.lock_intensive() > 0);
         let contended = self.waits_this_tick > 0 || placed;
@@ -246,7 +267,12 @@ impl Monitor {
             // Relaxed: a hint of where the thread runs.
             applied: slot.applied.load(Ordering::Relaxed),
         };
-        match self.observe(i, sample, now, t_ms) {
+        let observed = self.observe(i, sample, now, t_ms);
+        if let Some(ca) = &mut self.ca {
+            let alive = !self.tracks.get(i).is_none_or(|t| t.gone);
+            ca.observe(i, tid, alive, &slot.trail);
+        }
+        match observed {
             Observed::Placed(want) => registry::set_want(i, want),
             Observed::Exited => slot.gone.store(true, Ordering::Relaxed), // Relaxed: informational.
             Observed::Unmanaged => {}
@@ -494,6 +520,14 @@ pub fn start(
     events_path: Option<PathBuf>,
 ) -> Result<(), StartError> {
     registry::set_spin_before_park(cfg.spin_before_park);
+    if cfg.policy == Policy::CaCsf {
+        // Quantum renewal needs the kernel's slice extension; the holder-side
+        // request and release are not written yet, so where it is granted
+        // only the probe runs (see `csf::SliceExtension`).
+        if let Some(line) = crate::csf::SliceExtension::detect_here().line() {
+            eprintln!("{line}");
+        }
+    }
     let allowed = crate::affinity::allowed_cpus();
     if allowed.is_empty() {
         return Err(StartError("cannot read the process's CPU affinity".into()));

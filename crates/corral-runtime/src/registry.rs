@@ -61,6 +61,70 @@ pub struct Slot {
     pub applied: AtomicPlacement,
     /// Set by the monitor once the thread has exited.
     pub gone: AtomicBool,
+    /// Sampled lock ids for the CA-Scheduler's seVector (paper 5).
+    pub trail: LockTrail,
+}
+
+/// Entries of a [`LockTrail`]: the monitor drains it every tick, so it
+/// holds a tick of samples at about 64k sampled acquisitions per second.
+pub const TRAIL_LEN: usize = 64;
+
+/// One acquisition in [`SAMPLE_EVERY`] is recorded (chosen by a hash of the
+/// thread's attempt count, so a program's own period cannot alias with it):
+/// an unbiased sample, so each conVector keeps its proportions in
+/// expectation; a vector takes `SAMPLE_EVERY` times more acquisitions to fill.
+pub const SAMPLE_EVERY: u64 = 16;
+
+/// A ring of the lock ids a thread acquired (sampled): written by the
+/// thread alone, drained by the monitor. Its own cache lines.
+#[derive(Debug)]
+#[repr(C, align(64))]
+pub struct LockTrail {
+    /// Entries written so far (wrapping); the newest is at `head - 1`.
+    pub head: AtomicU32,
+    /// Lock ids (mutex addresses), `head % TRAIL_LEN` the next to write.
+    pub ids: [AtomicU64; TRAIL_LEN],
+}
+
+impl Default for LockTrail {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LockTrail {
+    /// An empty trail.
+    pub const fn new() -> Self {
+        LockTrail {
+            head: AtomicU32::new(0),
+            ids: [const { AtomicU64::new(0) }; TRAIL_LEN],
+        }
+    }
+
+    /// Appends `id`. Only the owning thread writes (the preload; a test).
+    #[inline]
+    pub fn push(&self, id: u64) {
+        // Relaxed: single writer.
+        let h = self.head.load(Ordering::Relaxed);
+        self.ids[h as usize % TRAIL_LEN].store(id, Ordering::Relaxed);
+        // Release: the id is visible to a monitor that sees the new head.
+        self.head.store(h.wrapping_add(1), Ordering::Release);
+    }
+
+    /// Calls `f` on every id written since `seen` (at most [`TRAIL_LEN`]:
+    /// older ones were overwritten, a smaller sample) and returns the new
+    /// `seen`. A racing overwrite can give a newer id in an old place: one
+    /// sample more of the same thread.
+    pub fn drain(&self, seen: u32, mut f: impl FnMut(u64)) -> u32 {
+        // Acquire: pairs with `push`'s Release.
+        let head = self.head.load(Ordering::Acquire);
+        let n = head.wrapping_sub(seen).min(TRAIL_LEN as u32);
+        for k in head.wrapping_sub(n)..head {
+            // Relaxed: ordered by the head's Acquire.
+            f(self.ids[k as usize % TRAIL_LEN].load(Ordering::Relaxed));
+        }
+        head
+    }
 }
 
 /// The two words every lock attempt of a registered thread touches.
@@ -106,6 +170,7 @@ impl Slot {
             watch: Watch::new(),
             applied: AtomicPlacement::new(),
             gone: AtomicBool::new(false),
+            trail: LockTrail::new(),
         }
     }
 }
@@ -187,18 +252,33 @@ pub fn current_tid() -> i32 {
 /// increment and one compare.
 #[inline]
 pub fn on_lock_attempt() {
-    attempt::<true>();
+    attempt::<true>(0);
+}
+
+/// [`on_lock_attempt`] for the lock at `addr`, which is recorded into the
+/// thread's [`LockTrail`] at one attempt in [`SAMPLE_EVERY`]: one multiply
+/// and one compare more on the common path.
+#[inline]
+pub fn on_lock_attempt_at(addr: usize) {
+    attempt::<true>(addr as u64);
 }
 
 /// Applies a changed placement without counting an attempt: for a waiter
 /// that re-checks where it belongs while it waits.
 #[inline]
 pub fn recheck_placement() {
-    attempt::<false>();
+    attempt::<false>(0);
+}
+
+/// Whether attempt number `n` is sampled: a Fibonacci hash, so that the
+/// samples are not periodic in `n`.
+#[inline(always)]
+fn sampled(n: u64) -> bool {
+    n.wrapping_mul(0x9e37_79b9_7f4a_7c15) < u64::MAX / SAMPLE_EVERY
 }
 
 #[inline(always)]
-fn attempt<const COUNT: bool>() {
+fn attempt<const COUNT: bool>(addr: u64) {
     let quiet = hot::with(|h| {
         let watch = h.watch.get();
         if watch.is_null() {
@@ -212,6 +292,9 @@ fn attempt<const COUNT: bool>() {
             // monitor only needs an eventually-seen count.
             let n = watch.attempts.load(Ordering::Relaxed);
             watch.attempts.store(n.wrapping_add(1), Ordering::Relaxed);
+            if addr != 0 && sampled(n) {
+                record_sample(addr);
+            }
         }
         // Relaxed: an unchanged value guards nothing; the slow path re-reads
         // it with Acquire.
@@ -253,6 +336,17 @@ fn lock_attempt_slow(count: bool) {
             migrate(l, s, seq);
         }
         hot::with(|h| h.quiet.set(u64::from(l.applied_seq.get())));
+    })
+}
+
+/// Appends `addr` to the calling thread's trail, if it owns a slot.
+#[cold]
+#[inline(never)]
+fn record_sample(addr: u64) {
+    LOCAL.with(|l| {
+        if let Standing::Slot(i) = l.slot.get() {
+            SLOTS[i as usize].trail.push(addr);
+        }
     })
 }
 
@@ -414,6 +508,7 @@ pub fn reset_after_fork() {
         s.watch.placement_seq.store(0, Ordering::Relaxed);
         s.applied.store(Placement::Unconfined, Ordering::Relaxed);
         s.gone.store(false, Ordering::Relaxed);
+        s.trail.head.store(0, Ordering::Relaxed);
         s.wait.take();
     }
     CLAIMED.store(0, Ordering::Relaxed); // Relaxed: single-threaded here.

@@ -35,7 +35,21 @@ impl Default for CaParams {
     }
 }
 
+/// Ticks a round may wait, after the first vector filled, for the others.
+pub const ROUND_WAIT_TICKS: u32 = 64;
+
 impl CaParams {
+    /// Whether a round is due: `full` of the `recording` threads have full
+    /// vectors, the first `ticks_since_first` ticks ago. Paper 5 clusters
+    /// at the first full vector; on a time-shared machine the others may
+    /// then be half full, and the s^2-normalised similarity of two half
+    /// vectors is a quarter of the full one (below simThreshold), so the
+    /// round waits until all are full, for at most [`ROUND_WAIT_TICKS`].
+    #[inline]
+    pub fn round_due(&self, full: usize, recording: usize, ticks_since_first: u32) -> bool {
+        full > 0 && (full >= recording || ticks_since_first >= ROUND_WAIT_TICKS)
+    }
+
     /// Whether an application with `threads` threads is worth recording.
     #[inline]
     pub fn should_record(&self, threads: usize) -> bool {

@@ -94,6 +94,12 @@ impl SeVectors {
         false
     }
 
+    /// How many vectors are full.
+    #[inline]
+    pub fn full_count(&self) -> usize {
+        self.full
+    }
+
     /// Whether any vector is full.
     #[inline]
     pub fn any_full(&self) -> bool {
@@ -111,6 +117,19 @@ impl SeVectors {
     pub fn con_vector(&self, thread: usize) -> &[u16] {
         let size = self.size as usize;
         &self.counts[thread * size..(thread + 1) * size]
+    }
+
+    /// A table of the rows `keep` (in that order), renumbered from 0:
+    /// the live threads of a round. Allocates; once per round.
+    #[cold]
+    pub fn compact(&self, keep: &[usize]) -> SeVectors {
+        let mut out = SeVectors::new(self.size);
+        for &t in keep {
+            out.counts.extend_from_slice(self.con_vector(t));
+            out.events.push(self.events[t]);
+            out.full += usize::from(self.events[t] >= self.size);
+        }
+        out
     }
 
     /// Empties every vector for the next recording round (no allocation).

@@ -2,6 +2,7 @@
 //! side by side in one run.
 
 mod apps;
+mod ca;
 pub(crate) mod counter;
 mod ff;
 mod ff_table;
@@ -37,6 +38,12 @@ pub(crate) enum BenchCommand {
     /// `faithful` on the same loads.
     #[command(allow_negative_numbers = true)]
     Ff(ff::BenchFfArgs),
+    /// Paper 5's CA-Scheduler on a real program with planted groups of
+    /// threads (each group its own locks, plus one lock all share): glibc,
+    /// policy none, lca, ca and ca,csf; throughput, wait share and the
+    /// clustering accuracy against the planted groups.
+    #[command(allow_negative_numbers = true)]
+    Ca(ca::BenchCaArgs),
     /// The program `bench counter` runs (internal).
     #[command(hide = true)]
     #[command(allow_negative_numbers = true)]
@@ -59,6 +66,7 @@ pub(crate) fn run(cmd: BenchCommand) -> Result<(), CliError> {
             }
             Ok(())
         }
+        BenchCommand::Ca(args) => ca::run(args),
         BenchCommand::Worker(args) => worker::run(args),
     }
 }

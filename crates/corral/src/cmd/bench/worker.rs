@@ -15,9 +15,14 @@ use crate::CliError;
 /// Arguments of the hidden worker subcommand.
 #[derive(clap::Args, Clone, Debug)]
 pub(crate) struct WorkerArgs {
-    /// `counter`, `list` or `counters`.
-    #[arg(long, default_value = "counter", value_parser = ["counter", "list", "counters"])]
+    /// `counter`, `list`, `counters` or `groups` (paper 5's planted groups:
+    /// thread t in group t % --groups, two locks per group, one lock every
+    /// thread takes every 16th operation).
+    #[arg(long, default_value = "counter", value_parser = ["counter", "list", "counters", "groups"])]
     pub(crate) workload: String,
+    /// Planted groups of the `groups` workload.
+    #[arg(long, default_value_t = 2)]
+    pub(crate) groups: u32,
     #[arg(long, default_value_t = 4)]
     pub(crate) threads: u32,
     #[arg(long, default_value_t = 300)]
@@ -37,6 +42,17 @@ pub(crate) struct WorkerResult {
     pub(crate) ops: u64,
     /// Wall time from the threads' start to their join.
     pub(crate) seconds: f64,
+    /// `groups` workload: every thread's tid and planted group.
+    #[serde(default)]
+    pub(crate) planted: Vec<(i32, u32)>,
+}
+
+/// One planted group's state: two locks, each guarding lines the group's
+/// critical sections write; padded so that groups share no cache line.
+#[repr(align(128))]
+struct Group {
+    a: Guarded<[u64; 32]>,
+    b: Guarded<[u64; 32]>,
 }
 
 /// A pthread mutex and the data it guards.
@@ -119,6 +135,13 @@ pub(crate) fn run(args: WorkerArgs) -> Result<(), CliError> {
     let counter = Guarded::new(0u64);
     let list = Guarded::new(List::new(64));
     let counters: Vec<Guarded<u64>> = (0..args.counters.max(1)).map(|_| Guarded::new(0)).collect();
+    let groups: Vec<Group> = (0..args.groups.max(1))
+        .map(|_| Group {
+            a: Guarded::new([0; 32]),
+            b: Guarded::new([0; 32]),
+        })
+        .collect();
+    let planted = std::sync::Mutex::new(Vec::new());
     let stop = AtomicBool::new(false);
     let total = AtomicU64::new(0);
     let start = Instant::now();
@@ -126,7 +149,17 @@ pub(crate) fn run(args: WorkerArgs) -> Result<(), CliError> {
         for t in 0..args.threads.max(1) {
             let (counter, list, counters, stop, total, args) =
                 (&counter, &list, &counters, &stop, &total, &args);
+            let (groups, planted) = (&groups, &planted);
             s.spawn(move || {
+                let g = t % groups.len() as u32;
+                if args.workload == "groups" {
+                    // SAFETY: gettid has no preconditions.
+                    let tid = unsafe { libc::gettid() };
+                    planted
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push((tid, g));
+                }
                 let mut ops = 0u64;
                 let mut seed = u64::from(t);
                 // Relaxed: a stop hint; the scope's join orders the totals.
@@ -134,6 +167,15 @@ pub(crate) fn run(args: WorkerArgs) -> Result<(), CliError> {
                     for _ in 0..64 {
                         match args.workload.as_str() {
                             "list" => list.with(List::rotate),
+                            "groups" => {
+                                let grp = &groups[g as usize];
+                                let bump = |d: &mut [u64; 32]| d.iter_mut().for_each(|x| *x += 1);
+                                grp.a.with(bump);
+                                grp.b.with(bump);
+                                if ops.is_multiple_of(16) {
+                                    counter.with(|c| *c += 1);
+                                }
+                            }
                             "counters" => counters[(ops as usize + t as usize) % counters.len()]
                                 .with(|c| *c += 1),
                             _ => counter.with(|c| *c += 1),
@@ -152,6 +194,7 @@ pub(crate) fn run(args: WorkerArgs) -> Result<(), CliError> {
     let result = WorkerResult {
         ops: total.load(Ordering::Relaxed),
         seconds,
+        planted: planted.into_inner().unwrap_or_default(),
     };
     println!("{}", serde_json::to_string(&result)?);
     Ok(())

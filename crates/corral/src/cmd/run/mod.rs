@@ -18,7 +18,7 @@ use super::kernel_opts::{prepare, KernelOptions};
 use super::launch::{find_preload, launch_observed, resolve_program, Output};
 use super::signals::{exit_code, exit_like};
 use crate::CliError;
-use report::{build_report, ff_summary, summary, LogSummary};
+use report::{build_report, ca_summary, ff_summary, summary, LogSummary};
 
 /// Arguments of `corral run`.
 #[derive(clap::Args)]
@@ -28,9 +28,15 @@ pub(crate) struct RunArgs {
     /// `ff` (paper 4's faithful scheduling) gives every thread of PROG and
     /// its children one nice value and one quantum (EEVDF slice) chosen
     /// from its scaling factor each --ff-period-ms; `lca,ff` does both.
+    /// `ca` (paper 5's contention-aware scheduler) samples the locks each
+    /// thread takes, clusters threads that share locks once a seVector of
+    /// 2,048 samples fills (at 10 threads or more), pins each cluster to a
+    /// CPU and re-clusters every round; `ca,csf` adds Critical-Section-First:
+    /// a nice bonus of up to -5 by lock count, and rseq slice extension
+    /// where the kernel has it (Linux 7.0; a refusal is said in one line).
     /// Default: `lca`, or `none` with --kernel-locks (whose monitor then
     /// does the placing).
-    #[arg(long, value_name = "none|lca|ff|lca,ff")]
+    #[arg(long, value_name = "none|lca|ca|ca,csf|ff|lca,ff")]
     pub(crate) policy: Option<PolicySet>,
     /// FF's monitoring period in milliseconds (paper 4: 1,000).
     #[arg(long, value_name = "MS", default_value_t = 1000,
@@ -317,6 +323,9 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
     report.timeline = sampler.map(timeline::Sampler::finish).unwrap_or_default();
     if !args.quiet {
         eprintln!("{}", summary(&report, outcome.stats.as_ref()));
+        if let Some(line) = ca_summary(&report) {
+            eprintln!("{line}");
+        }
         for line in report.ff.as_ref().map(ff_summary).unwrap_or_default() {
             eprintln!("{line}");
         }

@@ -116,6 +116,12 @@ pub(crate) struct RunReport {
     /// quantum chosen and read back, and the context switches.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) ff: Option<FfReport>,
+    /// With `--policy ca`: clustering rounds applied (paper 5).
+    pub(crate) ca_rounds: u64,
+    /// With `--policy ca`: the last round, each thread's cluster, CPU and
+    /// affinity read back (and CSF's nice, read back).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) ca: Option<corral_runtime::ca::CaApplied>,
 }
 
 /// The decision log folded event by event (never held whole).
@@ -128,6 +134,8 @@ pub(crate) struct LogSummary {
     kept: std::collections::VecDeque<Event>,
     left_out: u64,
     progress: std::collections::VecDeque<ProgressPoint>,
+    ca_rounds: u64,
+    ca_last: Option<corral_runtime::ca::CaApplied>,
 }
 
 impl LogSummary {
@@ -159,6 +167,10 @@ impl LogSummary {
                 self.qualified.insert(*tid);
             }
             Event::Exited { .. } => self.exit_count += 1,
+            Event::Clustered { applied, .. } => {
+                self.ca_rounds += 1;
+                self.ca_last = Some(applied.clone());
+            }
             Event::MigrateBack { .. } => {}
             Event::Progress {
                 t_ms,
@@ -230,7 +242,40 @@ pub(crate) fn build_report(
         kernel: None,
         policies: None,
         ff: None,
+        ca_rounds: log.ca_rounds,
+        ca: log.ca_last,
     }
+}
+
+/// CA's summary line: rounds, the last round's clusters, and whether every
+/// thread's affinity read back as planned.
+pub(crate) fn ca_summary(r: &RunReport) -> Option<String> {
+    if !r.policy.is_ca() {
+        return None;
+    }
+    let Some(last) = &r.ca else {
+        return Some(
+            "corral: ca: no clustering round (fewer than 10 threads took locks, or no \
+             seVector filled)"
+                .into(),
+        );
+    };
+    let ok = last
+        .threads
+        .iter()
+        .filter(|t| t.read_back == [t.cpu])
+        .count();
+    Some(format!(
+        "corral: ca: {} rounds; last: {} threads in {} clusters ({} strong), {} globally shared \
+         lock slots; affinity read back as planned for {}/{}",
+        r.ca_rounds,
+        last.threads.len(),
+        last.clusters,
+        last.strong,
+        last.globally_shared,
+        ok,
+        last.threads.len()
+    ))
 }
 
 /// The human summary printed at exit.
