@@ -520,6 +520,7 @@ pub fn start(
     events_path: Option<PathBuf>,
 ) -> Result<(), StartError> {
     registry::set_spin_before_park(cfg.spin_before_park);
+    registry::set_sampling(cfg.policy.is_ca());
     if cfg.policy == Policy::CaCsf {
         // Quantum renewal needs the kernel's slice extension; the holder-side
         // request and release are not written yet, so where it is granted

@@ -270,11 +270,23 @@ pub fn recheck_placement() {
     attempt::<false>(0);
 }
 
+/// Whether lock ids are sampled into the trails: only the CA-Scheduler
+/// reads them, so every other policy pays one predictable branch, not the
+/// hash.
+static SAMPLING: AtomicBool = AtomicBool::new(false);
+
+/// Turns the sampling of lock ids on (`--policy ca`) or off.
+pub fn set_sampling(on: bool) {
+    SAMPLING.store(on, Ordering::Relaxed); // Relaxed: a mode; late samples are harmless.
+}
+
 /// Whether attempt number `n` is sampled: a Fibonacci hash, so that the
 /// samples are not periodic in `n`.
 #[inline(always)]
 fn sampled(n: u64) -> bool {
-    n.wrapping_mul(0x9e37_79b9_7f4a_7c15) < u64::MAX / SAMPLE_EVERY
+    // Relaxed: see `set_sampling`.
+    SAMPLING.load(Ordering::Relaxed)
+        && n.wrapping_mul(0x9e37_79b9_7f4a_7c15) < u64::MAX / SAMPLE_EVERY
 }
 
 #[inline(always)]
