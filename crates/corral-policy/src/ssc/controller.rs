@@ -14,7 +14,12 @@ impl SscController {
             rank[core as usize] = position as u32;
         }
         let cores = (order.len() as u32).max(1);
-        let bound = params.initial_bound.clamp(1, cores);
+        // A search that begins with a baseline round begins on every core.
+        let bound = if params.baseline_unconfined {
+            max_bound(&params, cores)
+        } else {
+            params.initial_bound.clamp(1, cores)
+        };
         SscController {
             params,
             order: order.into_boxed_slice(),
@@ -34,7 +39,7 @@ impl SscController {
                 locking: 0,
                 slice: 0,
                 votes: 0,
-                search: SearchState::new(),
+                search: SearchState::for_params(&params),
             }),
         }
     }

@@ -267,12 +267,7 @@ impl SscController {
 
     /// Largest bound the search may use.
     fn max_bound(&self) -> u32 {
-        let cores = self.order.len() as u32;
-        match self.params.max_bound {
-            0 => cores,
-            cap => cap.min(cores),
-        }
-        .max(1)
+        max_bound(&self.params, self.order.len() as u32)
     }
 
     /// A determination from the current votes (Alg. 4) and its effects.
@@ -362,15 +357,27 @@ impl SscController {
     /// again. The recorded last step is reset too, so the new search does not
     /// compare against the old one. Returns the new bound.
     fn restart(&self, voting: &mut Voting, now: Nanos) -> u32 {
-        voting.search = SearchState::new();
-        let start = self
-            .params
-            .initial_bound
-            .max(self.load_floor.load(HINT))
-            .clamp(1, self.max_bound());
+        voting.search = SearchState::for_params(&self.params);
+        let start = if self.params.baseline_unconfined {
+            self.max_bound()
+        } else {
+            self.params
+                .initial_bound
+                .max(self.load_floor.load(HINT))
+                .clamp(1, self.max_bound())
+        };
         self.move_bound(voting, start, now);
         start
     }
+}
+
+/// Largest bound the search may use on `cores` cores under `params`.
+fn max_bound(params: &SscParams, cores: u32) -> u32 {
+    match params.max_bound {
+        0 => cores,
+        cap => cap.min(cores),
+    }
+    .max(1)
 }
 
 #[cfg(test)]

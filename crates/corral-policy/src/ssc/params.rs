@@ -116,6 +116,13 @@ pub struct SscParams {
     /// How much more progress a confined bound must show than every core to
     /// be kept (ties go to no confinement: never worse than no policy).
     pub unconfined_margin: f64,
+    /// The search begins with one round on every core (no confinement), and
+    /// uses it twice: while the doubling is still below it, the bound jumps
+    /// to where linear growth would meet it (a program whose lock does not
+    /// collapse needs few steps to reach its cores), and a search that ends
+    /// below it (by `unconfined_margin`) settles on every core without the
+    /// late probe `probe_unconfined` makes.
+    pub baseline_unconfined: bool,
     /// With measured progress, no round is shorter than this, and a round
     /// also closes this long after the last one without waiting for votes,
     /// once it has counted
@@ -150,6 +157,7 @@ impl SscParams {
             grow_runnable_per_core: 0.0,
             progress_round: 1_000_000,
             progress_round_min: 200,
+            baseline_unconfined: true,
             ..Self::default()
         }
     }
@@ -169,6 +177,9 @@ impl SscParams {
                 ..DetectParams::default()
             },
             probe_unconfined: true,
+            // Measured on the runtime's figures with the late probe; the
+            // baseline is the simulator's and the kernel monitor's so far.
+            baseline_unconfined: false,
             // 10 ms rounds of at least 400 attempts (noise about 5%).
             progress_round: 10_000_000,
             progress_round_min: 400,
@@ -232,6 +243,7 @@ impl Default for SscParams {
             class_memory_slots: 256,
             probe_unconfined: false,
             unconfined_margin: 0.05,
+            baseline_unconfined: false,
             progress_round: 0,
             progress_round_min: 0,
         }
@@ -259,6 +271,9 @@ pub enum DecisionKind {
     /// No confinement did as well as the best bound: the search settles on
     /// every core.
     SettleUnconfined,
+    /// The round on every core that begins a search
+    /// (`SscParams::baseline_unconfined`) is measured; the doubling starts.
+    Baseline,
     /// Alg. 3 lines 28-37: the re-search timer fired.
     RestartTimer,
     /// Alg. 4 line 45: T left [beta, alpha] x the recorded T.

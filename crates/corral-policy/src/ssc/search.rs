@@ -10,6 +10,9 @@ use serde::Serialize;
 /// Where the search stands.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub enum Phase {
+    /// One round on every core before the doubling
+    /// (`SscParams::baseline_unconfined`).
+    Baseline,
     /// Algorithm 4's doubling; `climbing` counts confirmations.
     Climb,
     /// Pattern search between halved steps around the best bound so far.
@@ -155,6 +158,8 @@ pub struct SearchState {
     /// Consecutive settled rounds whose work cores differ from the recorded
     /// ones: like a throughput jump, a change must persist to restart.
     pub cores_streak: u32,
+    /// T of the baseline round on every core, once measured.
+    pub unconfined_thro: Option<f64>,
 }
 
 impl SearchState {
@@ -167,6 +172,20 @@ impl SearchState {
             work_cores_last_step: 0,
             jump_streak: 0,
             cores_streak: 0,
+            unconfined_thro: None,
+        }
+    }
+
+    /// A fresh search under `params`: it begins on every core where
+    /// `baseline_unconfined` asks for it.
+    pub fn for_params(params: &SscParams) -> Self {
+        SearchState {
+            phase: if params.baseline_unconfined {
+                Phase::Baseline
+            } else {
+                Phase::Climb
+            },
+            ..Self::new()
         }
     }
 
@@ -175,11 +194,41 @@ impl SearchState {
         let work_cores = round.work_cores();
         let thro = round.thro();
         match self.phase {
+            Phase::Baseline => self.baseline(params, round, thro),
             Phase::Climb => self.climb(params, round, work_cores, thro),
             Phase::Refine(refine) => self.refine_round(params, round, refine, thro),
             Phase::ProbeUnconfined(probe) => self.probe_round(params, round, probe, thro),
             Phase::Settled => self.adapt(params, round, work_cores, thro),
         }
+    }
+
+    /// The round on every core is measured: the doubling starts from the
+    /// initial bound (recorded as the last step, so that its first rounds
+    /// compare against it, as a fresh search's do against nothing).
+    fn baseline(&mut self, params: &SscParams, round: Round, thro: f64) -> Step {
+        self.unconfined_thro = Some(thro);
+        self.phase = Phase::Climb;
+        let start = params
+            .initial_bound
+            .max(round.min_bound)
+            .clamp(1, round.max_bound);
+        Step::to(DecisionKind::Baseline, thro, start)
+    }
+
+    /// Where the doubling goes from `work_cores` after a better T: twice as
+    /// far, or, while T is still below the baseline on every core, as far
+    /// as linear growth would need to meet it.
+    fn next_climb_bound(&self, work_cores: u32, thro: f64, limit: u32) -> u32 {
+        let doubled = work_cores.saturating_mul(2);
+        let jump = match self.unconfined_thro {
+            Some(unconfined) if thro > 0.0 && thro < unconfined => {
+                (f64::from(work_cores) * unconfined / thro)
+                    .ceil()
+                    .min(f64::from(u32::MAX)) as u32
+            }
+            _ => 0,
+        };
+        doubled.max(jump).min(limit)
     }
 
     /// Alg. 4 lines 6-43, the doubling with `confirmations` better rounds to
@@ -197,11 +246,23 @@ impl SearchState {
                 return hold;
             }
             let limit = round.max_bound.min(round.lock_intensive).max(1);
-            let new_bound = work_cores.saturating_mul(2).min(limit);
+            let new_bound = self.next_climb_bound(work_cores, thro, limit);
             self.climbing = 1;
             if new_bound > work_cores {
                 self.record_last(work_cores, thro);
                 return Step::to(DecisionKind::Double, thro, new_bound);
+            }
+            // Capped on every core: nothing is confined, so there is
+            // nothing to refine.
+            if self.unconfined_thro.is_some() && round.bound >= round.max_bound {
+                self.climbing = 0;
+                self.phase = Phase::Settled;
+                self.record_last(work_cores, thro);
+                return Step {
+                    kind: DecisionKind::SettleUnconfined,
+                    thro,
+                    bound: BoundMove::Keep,
+                };
             }
             // Capped: the paper keeps re-confirming; corral refines below.
             if params.refine {
@@ -247,7 +308,25 @@ impl SearchState {
         center_thro: f64,
         thro: f64,
     ) -> Option<Step> {
-        if !params.probe_unconfined || center >= round.max_bound {
+        if center >= round.max_bound {
+            return None;
+        }
+        if let Some(unconfined) = self.unconfined_thro {
+            // Measured at the start: no probe needed.
+            if center_thro >= unconfined * (1.0 + params.unconfined_margin) {
+                return None;
+            }
+            self.climbing = 0;
+            self.phase = Phase::Settled;
+            let work_cores = round.lock_intensive.min(round.max_bound).max(1);
+            self.record_last(work_cores, unconfined);
+            return Some(Step::to(
+                DecisionKind::SettleUnconfined,
+                thro,
+                round.max_bound,
+            ));
+        }
+        if !params.probe_unconfined {
             return None;
         }
         let measured_every_core = round.bound >= round.max_bound
@@ -410,7 +489,8 @@ impl SearchState {
     /// only a fall restarts the search, so threads that flicker around the
     /// threshold do not send the program back to one core.
     fn adapt(&mut self, params: &SscParams, round: Round, work_cores: u32, thro: f64) -> Step {
-        let unconfined = params.probe_unconfined && round.bound >= round.max_bound;
+        let unconfined = (params.probe_unconfined || self.unconfined_thro.is_some())
+            && round.bound >= round.max_bound;
         // On every core already, more progress cannot call for more cores.
         let side = if thro > params.alpha * self.thro_last_step && !unconfined {
             1

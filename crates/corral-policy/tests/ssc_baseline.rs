@@ -1,0 +1,77 @@
+//! The kernel preset's search begins with one round on every core: a
+//! program whose lock does not collapse reaches its cores in a few jumps
+//! instead of doubling from one core, a search that ends below that round
+//! settles on every core without a late probe, and a collapsing program
+//! still keeps its small SSC.
+
+mod ssc_driver;
+
+use corral_policy::ssc::{Decision, DecisionKind, Phase, SscParams};
+use ssc_driver::*;
+
+/// Settles a kernel-preset driver of `threads` lock-intensive threads on
+/// `cores` cores whose program makes `rate(bound)` lock acquisitions per
+/// slice step; returns the bound and the moves (holds left out).
+fn settle(cores: u32, threads: usize, rate: &dyn Fn(u32) -> u64) -> (u32, Vec<DecisionKind>) {
+    let mut driver = Driver::new(SscParams::kernel(), cores, threads);
+    let share = unimodal(4);
+    let mut log: Vec<Decision> = Vec::new();
+    for _ in 0..200_000 {
+        let bound = driver.ctl.bound();
+        if let Some(d) = driver.ctl.observe_progress(rate(bound), driver.now) {
+            log.push(d);
+        }
+        if let Some(d) = driver.slice(&share) {
+            log.push(d);
+        }
+        let settled = matches!(driver.ctl.search_state().unwrap().phase, Phase::Settled);
+        if settled && !log.is_empty() {
+            let moves = log
+                .iter()
+                .map(|d| d.kind)
+                .filter(|k| *k != DecisionKind::Hold);
+            return (driver.ctl.bound(), moves.collect());
+        }
+    }
+    panic!("did not settle: {:?}", log.last());
+}
+
+#[test]
+fn a_program_whose_lock_scales_reaches_its_cores_in_a_few_jumps() {
+    // Progress grows with every core given: nothing collapses.
+    let (bound, moves) = settle(1024, 1024, &|n| 100 * u64::from(n));
+    assert_eq!(bound, 1024, "{moves:?}");
+    assert_eq!(moves.first(), Some(&DecisionKind::Baseline), "{moves:?}");
+    let climbs = moves.iter().filter(|k| **k == DecisionKind::Double).count();
+    // Doubling from one core would take ten steps.
+    assert!(climbs <= 3, "{climbs} steps: {moves:?}");
+    assert!(!moves.contains(&DecisionKind::ProbeUnconfined), "{moves:?}");
+}
+
+#[test]
+fn a_search_that_ends_below_every_core_settles_there_without_a_probe() {
+    // Four lock-intensive threads cap the climb at 4 cores, but the rest of
+    // the program runs best on all 64.
+    let (bound, moves) = settle(64, 4, &|n| {
+        if n == 64 {
+            3_000
+        } else {
+            1_000 + u64::from(n)
+        }
+    });
+    assert_eq!(bound, 64, "{moves:?}");
+    assert_eq!(
+        moves.last(),
+        Some(&DecisionKind::SettleUnconfined),
+        "{moves:?}"
+    );
+    assert!(!moves.contains(&DecisionKind::ProbeUnconfined), "{moves:?}");
+}
+
+#[test]
+fn a_collapsing_program_still_keeps_its_small_ssc() {
+    // Every core added costs: one core is best, every core far worse.
+    let (bound, moves) = settle(64, 16, &|n| 64_000 / u64::from(n));
+    assert_eq!(bound, 1, "{moves:?}");
+    assert_eq!(moves.first(), Some(&DecisionKind::Baseline), "{moves:?}");
+}
