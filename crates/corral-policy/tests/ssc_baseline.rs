@@ -75,3 +75,17 @@ fn a_collapsing_program_still_keeps_its_small_ssc() {
     assert_eq!(bound, 1, "{moves:?}");
     assert_eq!(moves.first(), Some(&DecisionKind::Baseline), "{moves:?}");
 }
+
+#[test]
+fn a_climb_that_ends_level_with_every_core_settles_there_without_refining() {
+    // Progress stops growing at 60 cores and stays level up to every core:
+    // no bound beats no confinement, so probing around 60 only wastes rounds.
+    let (bound, moves) = settle(256, 256, &|n| 100 * u64::from(n.min(60)));
+    assert_eq!(bound, 256, "{moves:?}");
+    assert!(!moves.contains(&DecisionKind::RefineProbe), "{moves:?}");
+    assert_eq!(
+        moves.last(),
+        Some(&DecisionKind::SettleUnconfined),
+        "{moves:?}"
+    );
+}

@@ -11,7 +11,7 @@ use std::error::Error;
 
 /// The kernel preset, with fields overridden from the environment for
 /// experiments: `WARMUP_NS`, `CONFIRMATIONS`, `PROGRESS_ROUND_NS`,
-/// `PROGRESS_ROUND_MIN`, `VOTES_PER_SSC_CORE`.
+/// `PROGRESS_ROUND_MIN`, `VOTES_PER_SSC_CORE`, `JUMP_CONFIRMATIONS`.
 fn params() -> SscParams {
     let var = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
     let mut p = SscParams::kernel();
@@ -29,6 +29,9 @@ fn params() -> SscParams {
     }
     if let Some(v) = var("VOTES_PER_SSC_CORE") {
         p.votes_per_ssc_core = v as u32;
+    }
+    if let Some(v) = var("JUMP_CONFIRMATIONS") {
+        p.jump_confirmations = v as u32;
     }
     p
 }

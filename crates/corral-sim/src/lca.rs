@@ -7,7 +7,7 @@ use crate::policy::{CoreLoads, CoreRange, SimPolicy};
 use crate::topology::Machine;
 use corral_policy::placement::{Placement, Topology};
 use corral_policy::ssc::{
-    program_key, Decision, SliceObs, SscController, SscParams, ThreadPolicyState,
+    program_key, Decision, DecisionKind, SliceObs, SscController, SscParams, ThreadPolicyState,
 };
 
 /// Every simulated task runs the same program: one classification key.
@@ -31,7 +31,7 @@ pub struct Lca {
     /// acquisition hook carries no time, so they are flushed at the next
     /// timed event (at most one event late).
     pending_progress: u64,
-    /// Decisions that moved the bound, in order.
+    /// Decisions that moved the bound or restarted the search, in order.
     pub decisions: Vec<Decision>,
     /// The bound the controller started with.
     initial_bound: u32,
@@ -95,9 +95,18 @@ impl Lca {
         }
     }
 
-    /// Keeps decisions that moved the bound (a log for reports).
+    /// Keeps decisions that moved the bound or restarted the search (a log
+    /// for reports).
     fn record(&mut self, d: Option<Decision>) {
-        if let Some(d) = d.filter(|d| d.bound_before != d.bound_after) {
+        let restart = |k: DecisionKind| {
+            matches!(
+                k,
+                DecisionKind::RestartTimer
+                    | DecisionKind::RestartThroughputJump
+                    | DecisionKind::RestartWorkCores
+            )
+        };
+        if let Some(d) = d.filter(|d| d.bound_before != d.bound_after || restart(d.kind)) {
             self.decisions.push(d);
         }
     }

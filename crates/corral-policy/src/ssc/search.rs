@@ -203,8 +203,9 @@ impl SearchState {
     }
 
     /// The round on every core is measured: the doubling starts from the
-    /// initial bound (recorded as the last step, so that its first rounds
-    /// compare against it, as a fresh search's do against nothing).
+    /// initial bound. One round, not the best of several: a longer stay on
+    /// every core let the simulator's 1,024-core presets fall into a convoy
+    /// more often than it measured them better.
     fn baseline(&mut self, params: &SscParams, round: Round, thro: f64) -> Step {
         self.unconfined_thro = Some(thro);
         self.phase = Phase::Climb;
@@ -266,6 +267,9 @@ impl SearchState {
             }
             // Capped: the paper keeps re-confirming; corral refines below.
             if params.refine {
+                if let Some(settle) = self.settle_before_refining(params, round, work_cores, thro) {
+                    return settle;
+                }
                 return self.start_refine(params, round, work_cores, thro);
             }
             return hold;
@@ -282,7 +286,11 @@ impl SearchState {
         let back = self.work_cores_last_step.max(round.min_bound).max(1);
         self.climbing = 0;
         if params.refine {
-            let mut step = self.start_refine(params, round, back, self.thro_last_step);
+            let center_thro = self.thro_last_step;
+            if let Some(settle) = self.settle_before_refining(params, round, back, center_thro) {
+                return settle;
+            }
+            let mut step = self.start_refine(params, round, back, center_thro);
             if step.bound == BoundMove::Keep && round.bound != back {
                 step.bound = BoundMove::To(back);
             }
@@ -293,6 +301,21 @@ impl SearchState {
         }
         self.phase = Phase::Settled;
         Step::to(DecisionKind::StepBack, thro, back)
+    }
+
+    /// With a baseline on every core, a climb that ended within the margin
+    /// of it settles there at once: the refinement could only find a bound
+    /// within a few percent of its center, which would not beat every core
+    /// either.
+    fn settle_before_refining(
+        &mut self,
+        params: &SscParams,
+        round: Round,
+        center: u32,
+        center_thro: f64,
+    ) -> Option<Step> {
+        self.unconfined_thro?;
+        self.probe_unconfined(params, round, center, center_thro, round.thro())
     }
 
     /// With `probe_unconfined`, a search about to settle on `center` below
