@@ -158,6 +158,9 @@ impl SscParams {
             progress_round: 1_000_000,
             progress_round_min: 200,
             baseline_unconfined: true,
+            // 1 ms rounds: a restart needs 4 ms of changed progress, not a
+            // 2 ms dip (a convoy the lock recovers from by itself).
+            jump_confirmations: 4,
             ..Self::default()
         }
     }
@@ -180,6 +183,8 @@ impl SscParams {
             // Measured on the runtime's figures with the late probe; the
             // baseline is the simulator's and the kernel monitor's so far.
             baseline_unconfined: false,
+            // 10 ms rounds: two of them are 20 ms.
+            jump_confirmations: 2,
             // 10 ms rounds of at least 400 attempts (noise about 5%).
             progress_round: 10_000_000,
             progress_round_min: 400,
