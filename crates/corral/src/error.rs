@@ -11,6 +11,18 @@ impl CliError {
     pub(crate) fn bad_value(flag: &str, value: &str, allowed: &str) -> Self {
         CliError(format!("{flag}: invalid value '{value}': {allowed}"))
     }
+
+    /// `--seconds` of a simulation: positive and finite.
+    pub(crate) fn check_sim_seconds(seconds: f64) -> Result<(), Self> {
+        if seconds > 0.0 && seconds.is_finite() {
+            return Ok(());
+        }
+        Err(CliError::bad_value(
+            "--seconds",
+            &seconds.to_string(),
+            "expected a positive number of simulated seconds",
+        ))
+    }
 }
 
 impl fmt::Display for CliError {

@@ -4,7 +4,9 @@
 //! report's (counters only grow) for the same lock and thread. Root only;
 //! a kernel that refuses BPF skips with one line.
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod common;
+
+use std::io::{BufRead, BufReader, Read};
 use std::process::{Command, Stdio};
 
 fn corral() -> Command {
@@ -13,13 +15,7 @@ fn corral() -> Command {
 
 /// The exposition at `addr`, parsed; `None` once nothing listens there.
 fn scrape(addr: &str) -> Option<prometheus_parse::Scrape> {
-    let mut conn = std::net::TcpStream::connect(addr).ok()?;
-    conn.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n")
-        .unwrap();
-    let mut resp = String::new();
-    conn.read_to_string(&mut resp).unwrap();
-    let (head, body) = resp.split_once("\r\n\r\n").unwrap();
-    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let body = common::get_metrics(addr)?;
     Some(prometheus_parse::Scrape::parse(body.lines().map(|l| Ok(l.to_string()))).unwrap())
 }
 
@@ -63,12 +59,7 @@ fn attach_metrics_parse_and_stay_within_the_final_report() {
     let mut err = BufReader::new(attach.stderr.take().unwrap());
     let mut line = String::new();
     err.read_line(&mut line).unwrap();
-    let Some(addr) = line
-        .trim()
-        .strip_prefix("corral: metrics at http://")
-        .and_then(|a| a.strip_suffix("/metrics"))
-        .map(str::to_string)
-    else {
+    let Some(addr) = common::metrics_addr(&line) else {
         let _ = bench.kill();
         let _ = bench.wait();
         let _ = attach.wait();

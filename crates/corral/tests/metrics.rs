@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
@@ -13,14 +13,7 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 fn scrape(addr: &str) -> String {
-    let mut conn = std::net::TcpStream::connect(addr).unwrap();
-    conn.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n")
-        .unwrap();
-    let mut resp = String::new();
-    conn.read_to_string(&mut resp).unwrap();
-    let (head, body) = resp.split_once("\r\n\r\n").unwrap();
-    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    body.to_string()
+    common::get_metrics(addr).unwrap()
 }
 
 /// One `corral run` at a time: a run's start removes the files of
@@ -61,12 +54,7 @@ fn a_scrape_parses_and_agrees_with_the_report() {
     let mut err = BufReader::new(child.stderr.take().unwrap());
     let mut line = String::new();
     err.read_line(&mut line).unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("corral: metrics at http://")
-        .and_then(|a| a.strip_suffix("/metrics"))
-        .unwrap_or_else(|| panic!("{line}"))
-        .to_string();
+    let addr = common::metrics_addr(&line).unwrap_or_else(|| panic!("{line}"));
     // The program has joined its threads: its locks are final.
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let mut total = String::new();

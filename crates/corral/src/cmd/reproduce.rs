@@ -45,13 +45,7 @@ pub(crate) fn run(args: ReproduceArgs) -> Result<(), CliError> {
         list();
         return Ok(());
     }
-    if !(args.seconds > 0.0 && args.seconds.is_finite()) {
-        return Err(CliError::bad_value(
-            "--seconds",
-            &args.seconds.to_string(),
-            "expected a positive number of simulated seconds",
-        ));
-    }
+    CliError::check_sim_seconds(args.seconds)?;
     if args.max_cores == Some(0) {
         return Err(CliError::bad_value(
             "--max-cores",

@@ -108,13 +108,7 @@ pub(crate) fn run(args: SimArgs) -> Result<(), CliError> {
         list();
         return Ok(());
     }
-    if !(args.seconds > 0.0 && args.seconds.is_finite()) {
-        return Err(CliError::bad_value(
-            "--seconds",
-            &args.seconds.to_string(),
-            "expected a positive number of simulated seconds",
-        ));
-    }
+    CliError::check_sim_seconds(args.seconds)?;
     for p in &args.policy {
         corral_sim::make_policy(p, 1).map_err(|e| CliError(format!("--policy: {e}")))?;
     }

@@ -26,3 +26,25 @@ pub(crate) fn preload() -> PathBuf {
     );
     lib
 }
+
+/// The address in corral's `corral: metrics at http://ADDR/metrics` line.
+pub(crate) fn metrics_addr(line: &str) -> Option<String> {
+    line.trim()
+        .strip_prefix("corral: metrics at http://")
+        .and_then(|a| a.strip_suffix("/metrics"))
+        .map(str::to_string)
+}
+
+/// The body of `GET /metrics` at `addr` (asserting a 200), or `None` when
+/// nothing listens there any more.
+pub(crate) fn get_metrics(addr: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut conn = std::net::TcpStream::connect(addr).ok()?;
+    conn.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n")
+        .unwrap();
+    let mut resp = String::new();
+    conn.read_to_string(&mut resp).unwrap();
+    let (head, body) = resp.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    Some(body.to_string())
+}
