@@ -7,6 +7,7 @@
 //! re-arming it in place is one sift down instead of a pop's and a push's.
 
 const ARITY: usize = 4;
+const _: () = assert!(ARITY == 4, "sift_down compares a group of four unrolled");
 
 /// `pos` of a disarmed timer.
 const DISARMED: u32 = u32::MAX;
@@ -83,15 +84,29 @@ impl Timers {
     }
 
     /// The earliest timer and its time, disarmed.
-    #[inline]
-    pub(crate) fn pop(&mut self) -> Option<(f64, u32)> {
+    #[cfg(test)]
+    fn pop(&mut self) -> Option<(f64, u32)> {
+        let top = self.peek()?;
+        self.fire_top();
+        Some(top)
+    }
+
+    /// The earliest timer and its time, still armed (the one fired last is
+    /// disarmed for good first, unless it was set again).
+    #[inline(always)]
+    pub(crate) fn peek(&mut self) -> Option<(f64, u32)> {
         if let Some(id) = self.fired.take() {
-            // Fired and not re-armed: disarmed for good.
             self.cancel(id);
         }
-        let top = *self.heap.first()?;
-        self.fired = Some(top.id);
+        let top = self.heap.first()?;
         Some((f64::from_bits(top.key), top.id))
+    }
+
+    /// Disarms the earliest timer (see [`Timers::peek`]); it stays at the
+    /// root, where setting it again is one sift down.
+    #[inline(always)]
+    pub(crate) fn fire_top(&mut self) {
+        self.fired = self.heap.first().map(|e| e.id);
     }
 
     /// Places `e` at `i` or above it.
@@ -117,22 +132,37 @@ impl Timers {
         let n = self.heap.len();
         loop {
             let first = i * ARITY + 1;
-            if first >= n {
-                break;
-            }
-            let mut best = first;
-            let mut best_key = self.heap[first].key;
-            for c in first + 1..(first + ARITY).min(n) {
-                let k = self.heap[c].key;
-                if k < best_key {
-                    best = c;
-                    best_key = k;
+            // One bounds check per level; a full group is compared unrolled.
+            let (best, ce) = if let Some(g) = self.heap.get(first..first + ARITY) {
+                let (a, b) = if g[1].key < g[0].key {
+                    (1, g[1])
+                } else {
+                    (0, g[0])
+                };
+                let (c, d) = if g[3].key < g[2].key {
+                    (3, g[3])
+                } else {
+                    (2, g[2])
+                };
+                if d.key < b.key {
+                    (first + c, d)
+                } else {
+                    (first + a, b)
                 }
-            }
-            if best_key >= e.key {
+            } else if first < n {
+                let mut best = first;
+                for c in first + 1..n {
+                    if self.heap[c].key < self.heap[best].key {
+                        best = c;
+                    }
+                }
+                (best, self.heap[best])
+            } else {
+                break;
+            };
+            if ce.key >= e.key {
                 break;
             }
-            let ce = self.heap[best];
             self.heap[i] = ce;
             self.pos[ce.id as usize] = i as u32;
             i = best;

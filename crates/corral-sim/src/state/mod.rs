@@ -217,8 +217,11 @@ pub(crate) struct State<'a> {
     /// Operations after which a task exits; none for long-lived tasks.
     ops_per_task: Option<u64>,
     spawn_cycles: f64,
-    /// Slots: one per task, then one per core (its slice), then the globals.
+    /// One timer per task: most events, apart from the rest so that their
+    /// heap is shallower.
     timers: Timers,
+    /// One timer per core (its slice), then the globals: far apart, seldom.
+    machine_timers: Timers,
     n_tasks: u32,
     now: f64,
     tasks: Vec<Task>,
@@ -270,7 +273,8 @@ impl<'a> State<'a> {
             current_program: 0,
             ops_per_task: workload.ops_per_task,
             spawn_cycles: workload.spawn_cycles,
-            timers: Timers::new((n_tasks + cores + globals) as usize),
+            timers: Timers::new(n_tasks as usize),
+            machine_timers: Timers::new((cores + globals) as usize),
             n_tasks,
             now: 0.0,
             tasks: Vec::with_capacity(n_tasks as usize),
@@ -347,38 +351,55 @@ impl State<'_> {
     /// Arms the end of the current slice on `core`.
     #[inline]
     fn arm_slice(&mut self, core: u32, at: f64) {
-        self.timers.set(self.n_tasks + core, at);
+        self.machine_timers.set(core, at);
     }
 
     #[inline]
     fn disarm_slice(&mut self, core: u32) {
-        self.timers.cancel(self.n_tasks + core);
+        self.machine_timers.cancel(core);
     }
 
     /// Arms machine-wide timer `what` for time `at`.
     pub(crate) fn arm_global(&mut self, what: Global, at: f64) {
-        let id = self.n_tasks + self.cores.len() as u32 + what.slot();
-        self.timers.set(id, at);
+        let id = self.cores.len() as u32 + what.slot();
+        self.machine_timers.set(id, at);
     }
 
     /// The next event due by `end`, with the clock moved to it; none once
     /// the next is later (the clock then stays where it was).
     #[inline]
     pub(crate) fn next_event(&mut self, end: f64) -> Option<Event> {
-        let (at, id) = self.timers.pop()?;
+        let task = self.timers.peek();
+        let machine = self.machine_timers.peek();
+        // A task's timer goes first on a tie, as when both shared one heap
+        // with tasks numbered first.
+        let task_first = match (task, machine) {
+            (Some((at, _)), Some((m_at, _))) => at <= m_at,
+            (t, _) => t.is_some(),
+        };
+        let (at, event) = match (task, machine) {
+            (Some((at, t)), _) if task_first => {
+                self.timers.fire_top();
+                (at, Event::Task(t, self.tasks[t as usize].timer))
+            }
+            (_, Some((at, id))) => {
+                self.machine_timers.fire_top();
+                let n_cores = self.cores.len() as u32;
+                let event = if id < n_cores {
+                    Event::SliceEnd(id)
+                } else {
+                    Event::Global(Global::from_slot(id - n_cores))
+                };
+                (at, event)
+            }
+            _ => return None,
+        };
         if at > end {
             return None;
         }
         self.now = at;
         self.events += 1;
-        let n_cores = self.cores.len() as u32;
-        Some(if id < self.n_tasks {
-            Event::Task(id, self.tasks[id as usize].timer)
-        } else if id < self.n_tasks + n_cores {
-            Event::SliceEnd(id - self.n_tasks)
-        } else {
-            Event::Global(Global::from_slot(id - self.n_tasks - n_cores))
-        })
+        Some(event)
     }
 
     /// Ends the run at `end`: every core's current activity is accounted up
