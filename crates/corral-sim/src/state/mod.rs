@@ -188,17 +188,14 @@ struct LockState {
     last_core: Option<u32>,
 }
 
-/// The run queues seen as per-core loads (policies build it on demand).
-struct LoadView<'a>(&'a [Core]);
+/// The per-core loads as policies read them (a copy, built on demand).
+struct LoadView<'a>(&'a [u32]);
 
 impl CoreLoads for LoadView<'_> {
+    #[inline]
     fn fill(&self, out: &mut Vec<u32>) {
         out.clear();
-        out.extend(
-            self.0
-                .iter()
-                .map(|c| c.runq.len() as u32 + u32::from(c.running.is_some())),
-        );
+        out.extend_from_slice(self.0);
     }
 }
 
@@ -226,6 +223,9 @@ pub(crate) struct State<'a> {
     now: f64,
     tasks: Vec<Task>,
     cores: Vec<Core>,
+    /// Each core's running and queued tasks, kept as they change: policies
+    /// and placement read loads without walking every core's queue.
+    loads: Vec<u32>,
     locks: Vec<LockState>,
     /// Tasks in all run queues together.
     queued: u32,
@@ -287,6 +287,7 @@ impl<'a> State<'a> {
                     since: 0.0,
                 })
                 .collect(),
+            loads: vec![0; cores as usize],
             locks,
             queued: 0,
             slice_cycles: cfg.sched.slice_us * 1000.0 * clock,
@@ -405,6 +406,7 @@ impl State<'_> {
     /// Ends the run at `end`: every core's current activity is accounted up
     /// to then.
     pub(crate) fn finish(&mut self, end: f64) {
+        self.debug_check_loads();
         self.now = end;
         self.settle_accounts();
     }
@@ -459,6 +461,22 @@ impl State<'_> {
         self.figures.time.add(c.act, self.now - c.since);
         c.since = self.now;
         c.act = act;
+    }
+
+    /// Records `core`'s load after its run queue or running task changed.
+    #[inline]
+    fn sync_load(&mut self, core: u32) {
+        let c = &self.cores[core as usize];
+        self.loads[core as usize] = c.runq.len() as u32 + u32::from(c.running.is_some());
+    }
+
+    /// Checks the kept loads against the run queues (debug builds).
+    fn debug_check_loads(&self) {
+        debug_assert!(self
+            .cores
+            .iter()
+            .zip(&self.loads)
+            .all(|(c, &l)| l == c.runq.len() as u32 + u32::from(c.running.is_some())));
     }
 
     /// Accounts every core's current activity up to now.
