@@ -147,6 +147,9 @@ struct Task {
     phase: Phase,
     program: u32,
     step: u32,
+    /// `programs[program][step]`, copied when the step changes: read on
+    /// every event.
+    cur: CompiledStep,
     reps_left: u32,
     /// Remaining cycles of an interrupted Work or Hold phase.
     remaining: f64,
@@ -442,8 +445,7 @@ impl State<'_> {
 
     #[inline]
     fn step_of(&self, t: u32) -> CompiledStep {
-        let task = &self.tasks[t as usize];
-        self.programs[task.program as usize][task.step as usize]
+        self.tasks[t as usize].cur
     }
 
     /// The lock of `t`'s current step, for a task trying, waiting for or
