@@ -74,13 +74,40 @@ impl Timers {
         }
         let last = self.heap.pop().expect("armed timer is in the heap");
         if last.id != id {
-            let p = p as usize;
-            self.heap[p] = last;
-            self.pos[last.id as usize] = p as u32;
-            self.sift_down(p, last);
-            let p = self.pos[last.id as usize];
-            self.sift_up(p as usize, last);
+            self.refill(p as usize, last);
         }
+    }
+
+    /// Fills the hole at `i` with `e`, the heap's former last leaf: the hole
+    /// sinks to a leaf along the smaller children, then `e` rises from
+    /// there (a leaf is usually late, so it rises little and the descent
+    /// skips comparing it at every level).
+    #[inline]
+    fn refill(&mut self, mut i: usize, e: Entry) {
+        let n = self.heap.len();
+        loop {
+            let first = i * ARITY + 1;
+            let best = if let Some(g) = self.heap.get(first..first + ARITY) {
+                let a = if g[1].key < g[0].key { 1 } else { 0 };
+                let c = if g[3].key < g[2].key { 3 } else { 2 };
+                first + if g[c].key < g[a].key { c } else { a }
+            } else if first < n {
+                (first + 1..n).fold(first, |b, c| {
+                    if self.heap[c].key < self.heap[b].key {
+                        c
+                    } else {
+                        b
+                    }
+                })
+            } else {
+                break;
+            };
+            let ce = self.heap[best];
+            self.heap[i] = ce;
+            self.pos[ce.id as usize] = i as u32;
+            i = best;
+        }
+        self.sift_up(i, e);
     }
 
     /// The earliest timer and its time, disarmed.
