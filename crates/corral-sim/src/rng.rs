@@ -186,6 +186,28 @@ mod tests {
         assert!(xs[0] >= 0.0 && xs[n - 1] > TAIL, "the tail is reached");
     }
 
+    /// Kolmogorov-Smirnov distance of 2M draws from `1 - exp(-x)`, below
+    /// the 5% critical value; slow in debug builds, so run on demand.
+    #[test]
+    #[ignore = "2M draws: run with --release -- --ignored"]
+    fn exponential_passes_kolmogorov_smirnov() {
+        let mut r = Rng::seeded(11);
+        let n = 2_000_000;
+        let mut xs: Vec<f64> = (0..n).map(|_| r.exp(1.0)).collect();
+        xs.sort_by(f64::total_cmp);
+        let d = xs
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| {
+                let cdf = 1.0 - (-x).exp();
+                (cdf - i as f64 / n as f64)
+                    .abs()
+                    .max((cdf - (i + 1) as f64 / n as f64).abs())
+            })
+            .fold(0.0, f64::max);
+        assert!(d < 1.36 / (n as f64).sqrt(), "KS distance {d}");
+    }
+
     #[test]
     fn exponential_mean_and_bounds() {
         let mut r = Rng::seeded(1);
