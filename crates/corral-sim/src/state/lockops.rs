@@ -17,7 +17,7 @@ impl State<'_> {
     pub(super) fn attempt(&mut self, t: u32) {
         let now_ns = self.ns(self.now);
         let core = self.tasks[t as usize].core;
-        let view = LoadView(&self.cores);
+        let view = LoadView(&self.loads);
         let mut target = self.policy.on_lock_attempt(now_ns, t, core, &view);
         if target.is_none() {
             let range = self.policy.allowed(t);

@@ -147,6 +147,9 @@ struct Task {
     phase: Phase,
     program: u32,
     step: u32,
+    /// `programs[program][step]`, copied when the step changes: read on
+    /// every event.
+    cur: CompiledStep,
     reps_left: u32,
     /// Remaining cycles of an interrupted Work or Hold phase.
     remaining: f64,
@@ -188,17 +191,14 @@ struct LockState {
     last_core: Option<u32>,
 }
 
-/// The run queues seen as per-core loads (policies build it on demand).
-struct LoadView<'a>(&'a [Core]);
+/// The per-core loads as policies read them (a copy, built on demand).
+struct LoadView<'a>(&'a [u32]);
 
 impl CoreLoads for LoadView<'_> {
+    #[inline]
     fn fill(&self, out: &mut Vec<u32>) {
         out.clear();
-        out.extend(
-            self.0
-                .iter()
-                .map(|c| c.runq.len() as u32 + u32::from(c.running.is_some())),
-        );
+        out.extend_from_slice(self.0);
     }
 }
 
@@ -217,12 +217,18 @@ pub(crate) struct State<'a> {
     /// Operations after which a task exits; none for long-lived tasks.
     ops_per_task: Option<u64>,
     spawn_cycles: f64,
-    /// Slots: one per task, then one per core (its slice), then the globals.
+    /// One timer per task: most events, apart from the rest so that their
+    /// heap is shallower.
     timers: Timers,
+    /// One timer per core (its slice), then the globals: far apart, seldom.
+    machine_timers: Timers,
     n_tasks: u32,
     now: f64,
     tasks: Vec<Task>,
     cores: Vec<Core>,
+    /// Each core's running and queued tasks, kept as they change: policies
+    /// and placement read loads without walking every core's queue.
+    loads: Vec<u32>,
     locks: Vec<LockState>,
     /// Tasks in all run queues together.
     queued: u32,
@@ -270,7 +276,8 @@ impl<'a> State<'a> {
             current_program: 0,
             ops_per_task: workload.ops_per_task,
             spawn_cycles: workload.spawn_cycles,
-            timers: Timers::new((n_tasks + cores + globals) as usize),
+            timers: Timers::new(n_tasks as usize),
+            machine_timers: Timers::new((cores + globals) as usize),
             n_tasks,
             now: 0.0,
             tasks: Vec::with_capacity(n_tasks as usize),
@@ -283,6 +290,7 @@ impl<'a> State<'a> {
                     since: 0.0,
                 })
                 .collect(),
+            loads: vec![0; cores as usize],
             locks,
             queued: 0,
             slice_cycles: cfg.sched.slice_us * 1000.0 * clock,
@@ -347,43 +355,61 @@ impl State<'_> {
     /// Arms the end of the current slice on `core`.
     #[inline]
     fn arm_slice(&mut self, core: u32, at: f64) {
-        self.timers.set(self.n_tasks + core, at);
+        self.machine_timers.set(core, at);
     }
 
     #[inline]
     fn disarm_slice(&mut self, core: u32) {
-        self.timers.cancel(self.n_tasks + core);
+        self.machine_timers.cancel(core);
     }
 
     /// Arms machine-wide timer `what` for time `at`.
     pub(crate) fn arm_global(&mut self, what: Global, at: f64) {
-        let id = self.n_tasks + self.cores.len() as u32 + what.slot();
-        self.timers.set(id, at);
+        let id = self.cores.len() as u32 + what.slot();
+        self.machine_timers.set(id, at);
     }
 
     /// The next event due by `end`, with the clock moved to it; none once
     /// the next is later (the clock then stays where it was).
     #[inline]
     pub(crate) fn next_event(&mut self, end: f64) -> Option<Event> {
-        let (at, id) = self.timers.pop()?;
+        let task = self.timers.peek();
+        let machine = self.machine_timers.peek();
+        // A task's timer goes first on a tie, as when both shared one heap
+        // with tasks numbered first.
+        let task_first = match (task, machine) {
+            (Some((at, _)), Some((m_at, _))) => at <= m_at,
+            (t, _) => t.is_some(),
+        };
+        let (at, event) = match (task, machine) {
+            (Some((at, t)), _) if task_first => {
+                self.timers.fire_top();
+                (at, Event::Task(t, self.tasks[t as usize].timer))
+            }
+            (_, Some((at, id))) => {
+                self.machine_timers.fire_top();
+                let n_cores = self.cores.len() as u32;
+                let event = if id < n_cores {
+                    Event::SliceEnd(id)
+                } else {
+                    Event::Global(Global::from_slot(id - n_cores))
+                };
+                (at, event)
+            }
+            _ => return None,
+        };
         if at > end {
             return None;
         }
         self.now = at;
         self.events += 1;
-        let n_cores = self.cores.len() as u32;
-        Some(if id < self.n_tasks {
-            Event::Task(id, self.tasks[id as usize].timer)
-        } else if id < self.n_tasks + n_cores {
-            Event::SliceEnd(id - self.n_tasks)
-        } else {
-            Event::Global(Global::from_slot(id - self.n_tasks - n_cores))
-        })
+        Some(event)
     }
 
     /// Ends the run at `end`: every core's current activity is accounted up
     /// to then.
     pub(crate) fn finish(&mut self, end: f64) {
+        self.debug_check_loads();
         self.now = end;
         self.settle_accounts();
     }
@@ -419,8 +445,7 @@ impl State<'_> {
 
     #[inline]
     fn step_of(&self, t: u32) -> CompiledStep {
-        let task = &self.tasks[t as usize];
-        self.programs[task.program as usize][task.step as usize]
+        self.tasks[t as usize].cur
     }
 
     /// The lock of `t`'s current step, for a task trying, waiting for or
@@ -438,6 +463,22 @@ impl State<'_> {
         self.figures.time.add(c.act, self.now - c.since);
         c.since = self.now;
         c.act = act;
+    }
+
+    /// Records `core`'s load after its run queue or running task changed.
+    #[inline]
+    fn sync_load(&mut self, core: u32) {
+        let c = &self.cores[core as usize];
+        self.loads[core as usize] = c.runq.len() as u32 + u32::from(c.running.is_some());
+    }
+
+    /// Checks the kept loads against the run queues (debug builds).
+    fn debug_check_loads(&self) {
+        debug_assert!(self
+            .cores
+            .iter()
+            .zip(&self.loads)
+            .all(|(c, &l)| l == c.runq.len() as u32 + u32::from(c.running.is_some())));
     }
 
     /// Accounts every core's current activity up to now.

@@ -7,9 +7,8 @@ use crate::policy::CoreRange;
 
 impl State<'_> {
     #[inline]
-    fn load(&self, core: u32) -> usize {
-        let c = &self.cores[core as usize];
-        c.runq.len() + usize::from(c.running.is_some())
+    fn load(&self, core: u32) -> u32 {
+        self.loads[core as usize]
     }
 
     /// The least-loaded core of `range`, ties broken by a per-task offset so
@@ -17,7 +16,7 @@ impl State<'_> {
     pub(super) fn least_loaded(&self, range: CoreRange, t: u32) -> u32 {
         let len = range.hi.saturating_sub(range.lo).max(1);
         let mut best = range.lo;
-        let mut best_load = usize::MAX;
+        let mut best_load = u32::MAX;
         for i in 0..len {
             let core = range.lo + (t + i) % len;
             let load = self.load(core);
@@ -39,6 +38,7 @@ impl State<'_> {
             self.run_on(core, t);
         } else {
             self.cores[core as usize].runq.push_back(t);
+            self.sync_load(core);
             self.queued += 1;
         }
     }
@@ -82,6 +82,7 @@ impl State<'_> {
         let c = &mut self.cores[core as usize];
         c.running = None;
         c.preempt_pending = false;
+        self.sync_load(core);
     }
 
     /// Hands the slice that just ended for `t` to the policy.
@@ -139,6 +140,7 @@ impl State<'_> {
             .runq
             .remove(i)
             .expect("index from rposition");
+        self.sync_load(src);
         self.queued -= 1;
         self.tasks[t as usize].debt += self.dist.migration_cycles(src, core);
         self.figures.migrations += 1;
@@ -152,7 +154,8 @@ impl State<'_> {
     #[cold]
     pub(crate) fn tick(&mut self) {
         let now_ns = self.ns(self.now);
-        let view = LoadView(&self.cores);
+        self.debug_check_loads();
+        let view = LoadView(&self.loads);
         self.policy.on_tick(now_ns, &view);
         self.balance_idle();
         self.arm_global(Global::Tick, self.now + self.slice_cycles);
@@ -220,6 +223,8 @@ impl State<'_> {
         let c = &mut self.cores[core as usize];
         c.running = Some(t);
         c.preempt_pending = false;
+        // Also covers the queue it may have just been taken from.
+        self.sync_load(core);
         let slice = self.slice_of(t);
         self.arm_slice(core, now + slice);
         let ctx = self.cfg.sched.context_switch_cycles;
@@ -319,6 +324,7 @@ impl State<'_> {
         debug_assert!(!self.cores[core as usize].runq.is_empty());
         self.leave_core(t);
         self.cores[core as usize].runq.push_back(t);
+        self.sync_load(core);
         self.queued += 1;
         self.switch_next(core);
     }

@@ -15,6 +15,7 @@ impl State<'_> {
                 phase: Phase::Start,
                 program: 0,
                 step: 0,
+                cur: self.programs[0][0],
                 reps_left: self.programs[0][0].repeat,
                 remaining: 0.0,
                 phase_end: 0.0,
@@ -91,7 +92,8 @@ impl State<'_> {
                 self.figures.ops += 1;
             }
             let task = &mut self.tasks[t as usize];
-            task.reps_left = self.programs[task.program as usize][task.step as usize].repeat;
+            task.cur = self.programs[task.program as usize][task.step as usize];
+            task.reps_left = task.cur.repeat;
         }
         self.tasks[t as usize].phase = Phase::Start;
         let ops_in_life = self.tasks[t as usize].ops_in_life;
