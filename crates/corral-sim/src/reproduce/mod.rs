@@ -281,15 +281,37 @@ fn metric(p: &SimResult, m: Metric) -> f64 {
 
 /// corral's value of each stated one, from the sweep's points.
 fn compare(published: &[Published], points: &[SimResult], policies: &[&str]) -> Vec<Compared> {
-    let line = |series: &str, policy: Option<&&str>| -> Vec<(u32, f64)> {
+    let series_of = |series: &str, policy: Option<&&str>, m: Metric| -> Vec<(u32, f64)> {
         let Some(policy) = policy else {
             return Vec::new();
         };
         points
             .iter()
             .filter(|p| p.workload == series && p.policy == *policy)
-            .map(|p| (p.cores, p.throughput))
+            .map(|p| (p.cores, metric(p, m)))
             .collect()
+    };
+    let line = |series: &str, policy: Option<&&str>| series_of(series, policy, Metric::Throughput);
+    let wait_at = |series: &str, policy: Option<&&str>, n: u32| {
+        series_of(series, policy, Metric::WaitShare)
+            .iter()
+            .find(|p| p.0 == n)
+            .map(|p| p.1)
+    };
+    // The largest cut of the wait share at `n` cores over every workload.
+    let max_wait_cut = |n: u32| {
+        let mut workloads: Vec<&str> = points.iter().map(|p| p.workload.as_str()).collect();
+        workloads.dedup();
+        workloads
+            .into_iter()
+            .filter_map(|w| {
+                let before = wait_at(w, policies.first(), n)?;
+                let after = wait_at(w, policies.get(1), n)?;
+                (before > 0.0).then(|| 1.0 - after / before)
+            })
+            .fold(None, |best: Option<f64>, cut| {
+                Some(best.map_or(cut, |b| b.max(cut)))
+            })
     };
     let at = |l: &[(u32, f64)], n: u32| l.iter().find(|p| p.0 == n).map(|p| p.1);
     let peak = |l: &[(u32, f64)]| {
@@ -317,6 +339,9 @@ fn compare(published: &[Published], points: &[SimResult], policies: &[&str]) -> 
                 Quantity::SecondPeakOverFirstPeak => {
                     peak(&second).zip(peak(&first)).map(|(a, b)| a.1 / b.1)
                 }
+                Quantity::WaitShareAt16 => wait_at(s.series, policies.first(), 16),
+                Quantity::WaitShareAt32 => wait_at(s.series, policies.first(), 32),
+                Quantity::MaxWaitCutAt32 => max_wait_cut(32),
             };
             Compared {
                 series: s.series.into(),
