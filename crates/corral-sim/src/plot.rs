@@ -33,8 +33,15 @@ fn distinct<'a>(items: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
     out
 }
 
-/// The SVG document for `points`.
+/// The SVG document for `points`: throughput (ops/s) in every panel.
 pub fn svg_plot(points: &[SimResult]) -> String {
+    svg_plot_labelled(points, |_| "ops/s")
+}
+
+/// [`svg_plot`] where `points`' `throughput` carries another figure: each
+/// panel's y axis is labelled `y_label(panel)` (the panel is the points'
+/// `workload`).
+pub fn svg_plot_labelled<'a>(points: &[SimResult], y_label: impl Fn(&str) -> &'a str) -> String {
     let workloads = distinct(points.iter().map(|p| p.workload.as_str()));
     let policies = distinct(points.iter().map(|p| p.policy.as_str()));
     let total_w = MARGIN_L + PANEL_W + MARGIN_R;
@@ -116,8 +123,9 @@ pub fn svg_plot(points: &[SimResult]) -> String {
         );
         let _ = writeln!(
             svg,
-            r#"<text transform="translate(16,{}) rotate(-90)" text-anchor="middle">ops/s</text>"#,
-            top + PANEL_H / 2.0
+            r#"<text transform="translate(16,{}) rotate(-90)" text-anchor="middle">{}</text>"#,
+            top + PANEL_H / 2.0,
+            y_label(w)
         );
         for (pi, p) in policies.iter().enumerate() {
             let colour = COLOURS[pi % COLOURS.len()];

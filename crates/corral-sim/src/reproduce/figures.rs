@@ -54,6 +54,19 @@ pub enum Metric {
     WorkPerEnergy,
 }
 
+impl Metric {
+    /// The y axis of its plot.
+    pub fn axis_label(self) -> &'static str {
+        match self {
+            Metric::Throughput => "ops/s",
+            Metric::WaitShare => "lock-wait share",
+            Metric::Ssc => "SSC cores",
+            Metric::Power => "busy cores",
+            Metric::WorkPerEnergy => "ops per busy core-second",
+        }
+    }
+}
+
 /// How a figure is redone.
 #[derive(Clone, Copy, Debug)]
 pub enum Recipe {

@@ -11,7 +11,7 @@ use crate::error::SimError;
 use crate::presets::preset;
 use crate::sweep::{run_sweep, SweepSpec};
 use crate::workload::Workload;
-use crate::{svg_plot, LockCosts};
+use crate::{svg_plot_labelled, LockCosts};
 use serde::Serialize;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -236,7 +236,12 @@ pub fn reproduce(fig: &Figure, dir: &Path, scale: Scale) -> Result<FigureReport,
     }
     write(
         dir.join(format!("{}.svg", fig.name)),
-        &svg_plot(&svg_points),
+        &svg_plot_labelled(&svg_points, |panel| {
+            metrics
+                .iter()
+                .find(|m| panel.ends_with(&format!(" {m:?}")))
+                .map_or("ops/s", |m| m.axis_label())
+        }),
         &mut files,
     )?;
     write(dir.join(format!("{}.csv", fig.name)), &csv, &mut files)?;
