@@ -83,7 +83,20 @@ fn parse_policies(s: &str) -> Result<Policies, String> {
             )),
         })
         .collect::<Result<Vec<_>, _>>()
-        .map(Policies)
+        .and_then(|list| {
+            match list
+                .iter()
+                .enumerate()
+                .find(|(i, p)| list[..*i].contains(p))
+            {
+                Some((_, twice)) => Err(format!(
+                    "policy '{}' is listed twice: each policy is one column of the table; \
+                     run the command again to repeat a point",
+                    twice.name()
+                )),
+                None => Ok(Policies(list)),
+            }
+        })
 }
 
 /// One measured point.
