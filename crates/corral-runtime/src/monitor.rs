@@ -152,7 +152,9 @@ impl Monitor {
         if cfg.policy.is_ca() {
             let csf = (cfg.policy == Policy::CaCsf).then(corral_policy::csf::CsfParams::default);
             let ca = corral_policy::cluster::CaParams::default();
-            m.ca = Some(crate::ca::CaDriver::new(ca, csf, m.cpus.clone()));
+            let mut driver = crate::ca::CaDriver::new(ca, csf, m.cpus.clone());
+            driver.set_debug(std::env::var_os(crate::config::ENV_CA_DEBUG).is_some());
+            m.ca = Some(driver);
         }
         let bound = m.ctrl.as_ref().map_or(0, SscController::bound);
         m.log(Event::Start {

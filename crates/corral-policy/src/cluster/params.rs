@@ -21,6 +21,12 @@ pub struct CaParams {
     /// Recording starts once this many threads exist (paper 5, Sec. 2.3.1:
     /// 10, "because our smallest benchmark spawns 10 threads").
     pub min_threads: u32,
+    /// A thread takes part in a live round once its vector holds this many
+    /// events (not in the paper, whose vectors record every event: a
+    /// sampled one of a thread starved of CPU may hold a handful). At 64,
+    /// a lock used half the time reads 0.5 +- 0.06 (one binomial sd);
+    /// threads below it keep their placement until a later round.
+    pub min_samples: u32,
 }
 
 impl Default for CaParams {
@@ -31,6 +37,7 @@ impl Default for CaParams {
             ci_threshold: 0.4,
             global_share: 0.5,
             min_threads: 10,
+            min_samples: 64,
         }
     }
 }

@@ -54,6 +54,9 @@ pub(crate) struct Cell {
     pub(crate) accuracy: Option<f64>,
     /// CA only: rounds applied, median.
     pub(crate) rounds: Option<u64>,
+    /// CA only: share of the planted threads the last round clustered
+    /// (the rest had too few samples to take part), median.
+    pub(crate) coverage: Option<f64>,
 }
 
 /// One group count.
@@ -78,6 +81,7 @@ struct RunOut {
     wait_share: Option<f64>,
     accuracy: Option<f64>,
     rounds: Option<u64>,
+    coverage: Option<f64>,
 }
 
 fn median(mut v: Vec<f64>) -> Option<f64> {
@@ -141,7 +145,7 @@ fn run_once(
         .stats
         .as_ref()
         .map(|s| s.threads.iter().map(|t| t.wait_ns as f64).sum::<f64>() / wall_ns.max(1.0));
-    let (mut accuracy, mut rounds) = (None, None);
+    let (mut accuracy, mut rounds, mut coverage) = (None, None, None);
     if log.is_some() {
         let evs = read_log(&events).unwrap_or_default();
         let _ = std::fs::remove_file(&events);
@@ -161,6 +165,7 @@ fn run_once(
                     found.push(t.cluster);
                 }
             }
+            coverage = Some(planted.len() as f64 / result.planted.len().max(1) as f64);
             clustering_accuracy(&planted, &found)
         });
     }
@@ -169,6 +174,7 @@ fn run_once(
         wait_share,
         accuracy,
         rounds,
+        coverage,
     })
 }
 
@@ -216,6 +222,7 @@ pub(crate) fn measure(args: &BenchCaArgs) -> Result<BenchCaReport, CliError> {
                         .collect(),
                 )
                 .map(|r| r as u64),
+                coverage: median(o.iter().filter_map(|x| x.coverage).collect()),
             })
             .collect();
         rows.push(Row {
@@ -235,8 +242,8 @@ pub(crate) fn measure(args: &BenchCaArgs) -> Result<BenchCaReport, CliError> {
 /// the `none` column (corral's locks under the default scheduler).
 pub(crate) fn render(r: &BenchCaReport) -> String {
     let mut s = format!(
-        "{:>6} {:>7} {:<7} {:>12} {:>8} {:>10} {:>8} {:>6}\n",
-        "groups", "threads", "policy", "ops/s", "x none", "wait", "accuracy", "rounds"
+        "{:>6} {:>7} {:<7} {:>12} {:>8} {:>10} {:>8} {:>8} {:>6}\n",
+        "groups", "threads", "policy", "ops/s", "x none", "wait", "accuracy", "coverage", "rounds"
     );
     for row in &r.rows {
         let base = row
@@ -246,7 +253,7 @@ pub(crate) fn render(r: &BenchCaReport) -> String {
             .map_or(1.0, |c| c.throughput);
         for c in &row.cells {
             s.push_str(&format!(
-                "{:>6} {:>7} {:<7} {:>12.0} {:>8.3} {:>10} {:>8} {:>6}\n",
+                "{:>6} {:>7} {:<7} {:>12.0} {:>8.3} {:>10} {:>8} {:>8} {:>6}\n",
                 row.groups,
                 row.threads,
                 c.policy,
@@ -255,6 +262,7 @@ pub(crate) fn render(r: &BenchCaReport) -> String {
                 c.wait_share
                     .map_or("-".into(), |w| format!("{:.1}%", 100.0 * w)),
                 c.accuracy.map_or("-".into(), |a| format!("{a:.3}")),
+                c.coverage.map_or("-".into(), |a| format!("{a:.2}")),
                 c.rounds.map_or("-".into(), |n| n.to_string()),
             ));
         }
