@@ -79,7 +79,7 @@ impl State<'_> {
 
     /// One repetition of the current step is done: move on.
     fn finish_step(&mut self, t: u32) {
-        let n_steps = self.programs[self.tasks[t as usize].program as usize].len() as u32;
+        let n_steps = self.programs[self.program_of(t)].len() as u32;
         let task = &mut self.tasks[t as usize];
         task.reps_left -= 1;
         if task.reps_left == 0 {
@@ -90,8 +90,8 @@ impl State<'_> {
                 task.ops_in_life += 1;
                 self.figures.ops += 1;
             }
-            let task = &mut self.tasks[t as usize];
-            task.reps_left = self.programs[task.program as usize][task.step as usize].repeat;
+            let reps = self.step_of(t).repeat;
+            self.tasks[t as usize].reps_left = reps;
         }
         self.tasks[t as usize].phase = Phase::Start;
         let ops_in_life = self.tasks[t as usize].ops_in_life;

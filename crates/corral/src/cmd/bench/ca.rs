@@ -65,6 +65,48 @@ pub(crate) struct Row {
     pub(crate) groups: u32,
     pub(crate) threads: u32,
     pub(crate) cells: Vec<Cell>,
+    /// The simulator on the same shape (`corral sim --workload
+    /// ca-groups-G --policy default,lca,ca --cores 2`).
+    pub(crate) sim: Vec<SimCell>,
+}
+
+/// One simulator policy at one group count.
+#[derive(Debug, Serialize)]
+pub(crate) struct SimCell {
+    pub(crate) policy: String,
+    /// Simulated operations per second.
+    pub(crate) throughput: f64,
+    /// Lock waiting over task time.
+    pub(crate) wait_share: f64,
+}
+
+/// Simulated seconds per point of the sim's comparison.
+const SIM_SECONDS: f64 = 0.5;
+
+/// The simulator's `default`, `lca` and `ca` on preset `ca-groups-G` at
+/// as many cores as this machine lets the program use (at least 2).
+fn simulate(groups: u32, cores: u32) -> Result<Vec<SimCell>, CliError> {
+    let name = format!("ca-groups-{groups}");
+    let workload = corral_sim::presets::preset(&name)
+        .ok_or_else(|| CliError(format!("no simulator preset {name}")))?;
+    let spec = corral_sim::SweepSpec {
+        workloads: vec![workload],
+        policies: ["default", "lca", "ca"].map(String::from).to_vec(),
+        cores: vec![cores],
+        seconds: SIM_SECONDS,
+        seed: 1,
+        costs: corral_sim::LockCosts::default(),
+    };
+    let report = corral_sim::run_sweep(&spec, &|_, _| {}).map_err(|e| CliError(e.to_string()))?;
+    Ok(report
+        .points
+        .into_iter()
+        .map(|p| SimCell {
+            policy: p.policy,
+            throughput: p.throughput,
+            wait_share: p.wait_share,
+        })
+        .collect())
 }
 
 /// The JSON document.
@@ -225,10 +267,12 @@ pub(crate) fn measure(args: &BenchCaArgs) -> Result<BenchCaReport, CliError> {
                 coverage: median(o.iter().filter_map(|x| x.coverage).collect()),
             })
             .collect();
+        let cores = (corral_runtime::affinity::allowed_cpus().len() as u32).max(2);
         rows.push(Row {
             groups,
             threads,
             cells,
+            sim: simulate(groups, cores)?,
         });
     }
     Ok(BenchCaReport {
@@ -264,6 +308,25 @@ pub(crate) fn render(r: &BenchCaReport) -> String {
                 c.accuracy.map_or("-".into(), |a| format!("{a:.3}")),
                 c.coverage.map_or("-".into(), |a| format!("{a:.2}")),
                 c.rounds.map_or("-".into(), |n| n.to_string()),
+            ));
+        }
+    }
+    s.push_str(&format!(
+        "simulator, same shapes ({SIM_SECONDS} s simulated per point; `corral sim --workload ca-groups-G --policy default,lca,ca --cores 2`):\n"
+    ));
+    for row in &r.rows {
+        let base = row.sim.iter().find(|c| c.policy == "default");
+        let base = base.map_or(1.0, |c| c.throughput);
+        for c in &row.sim {
+            s.push_str(&format!(
+                "{:>6} {:>7} {:<7} {:>12.0} {:>8} {:>9.1}%   (x default {:.2})\n",
+                row.groups,
+                row.threads,
+                c.policy,
+                c.throughput,
+                "",
+                100.0 * c.wait_share,
+                c.throughput / base.max(1e-9),
             ));
         }
     }
