@@ -152,13 +152,15 @@ impl CaDriver {
         if !self.vectors.any_full() {
             return None;
         }
-        let recording = (0..self.members.len())
-            .filter(|&t| self.members[t].alive && self.vectors.events(t) > 0)
-            .count();
-        if !self
-            .params
-            .round_due(self.vectors.full_count(), recording, self.waited)
-        {
+        let events = |t: usize| self.members[t].alive.then(|| self.vectors.events(t));
+        let counts = (0..self.members.len()).filter_map(events);
+        let enough = self.params.min_samples.clamp(1, self.vectors.size());
+        // Every live thread counts, sampled yet or not: a round with the
+        // first few to run would plan without the rest.
+        let (recording, ready) =
+            counts.fold((0, 0), |(r, k), e| (r + 1, k + usize::from(e >= enough)));
+        let full = self.vectors.full_count();
+        if !self.params.round_due(full, ready, recording, self.waited) {
             self.waited += 1;
             return None;
         }
