@@ -114,6 +114,13 @@ impl CaDriver {
         self.rounds
     }
 
+    /// Whether the program has enough live threads to record (paper 5's
+    /// `min_threads`); until then there is nothing to cluster.
+    pub fn recording(&self) -> bool {
+        let live = self.members.iter().filter(|m| m.alive).count();
+        self.params.should_record(live)
+    }
+
     /// Drains slot `slot`'s `trail` (thread `tid`, `alive` unless it has
     /// exited) into its seVector; nothing is recorded while the program has
     /// fewer than `min_threads` live threads (paper 5, Sec. 2.3.1).
