@@ -15,7 +15,9 @@ mod round;
 mod vectors;
 
 pub use accuracy::clustering_accuracy;
-pub use form::{cluster_threads, globally_shared_slots, similarity, Cluster, Clustering};
+pub use form::{
+    cluster_threads, globally_shared_slots, similarity, similarity_matrix, Cluster, Clustering,
+};
 pub use params::{CaParams, ROUND_WAIT_TICKS};
 pub use plan::{mapping_plan, MappingPlan};
 pub use round::{ca_round, csf_lock_count, CaRound};

@@ -264,3 +264,12 @@ fn mapping_plan_rejects_a_thread_in_two_clusters() {
     let clusters = [cluster(0..2, false), cluster(1..3, false)];
     mapping_plan(&clusters, &[0]);
 }
+
+#[test]
+fn a_round_needs_one_full_vector_and_every_recorder_sampled_enough() {
+    let p = CaParams::default();
+    assert!(!p.round_due(0, 10, 10, 1000), "no full vector yet");
+    assert!(p.round_due(1, 10, 10, 0), "the rest need not be full");
+    assert!(!p.round_due(1, 9, 10, 5), "one thread below min_samples");
+    assert!(p.round_due(1, 9, 10, corral_policy::cluster::ROUND_WAIT_TICKS));
+}

@@ -5,7 +5,7 @@
 //! nice bonus when asked, and starts the next recording round: usage that
 //! changes re-clusters the threads at the next full vector.
 
-use corral_policy::cluster::{ca_round, CaParams, SeVectors};
+use corral_policy::cluster::{ca_round, similarity_matrix, CaParams, SeVectors};
 use corral_policy::csf::CsfParams;
 use serde::Serialize;
 
@@ -41,6 +41,12 @@ pub struct CaThread {
     pub read_back: Vec<u32>,
     /// CSF's nice read back (`getpriority`), when CSF runs.
     pub nice: Option<i32>,
+    /// Lock ids sampled into its seVector this round.
+    #[serde(default)]
+    pub samples: u32,
+    /// Its conVector's non-zero slots outside the globally shared ones.
+    #[serde(default)]
+    pub slots: u32,
 }
 
 /// One clustering round as applied; a reported figure.
@@ -58,6 +64,13 @@ pub struct CaApplied {
     pub globally_shared: u32,
     /// Threads whose affinity changed this round.
     pub moved: u32,
+    /// Which conVector slots were excluded as globally shared.
+    #[serde(default)]
+    pub excluded: Vec<u32>,
+    /// Under `CORRAL_CA_DEBUG`: the members' similarity matrix, in
+    /// `threads` order, rounded to 1e-3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub similarity: Option<Vec<Vec<f64>>>,
 }
 
 /// The CA-Scheduler beside the monitor: one per process.
@@ -71,6 +84,8 @@ pub struct CaDriver {
     rounds: u32,
     /// Ticks since the first vector of this round filled.
     waited: u32,
+    /// Log every round's similarity matrix.
+    debug: bool,
 }
 
 impl CaDriver {
@@ -85,12 +100,25 @@ impl CaDriver {
             members: Vec::new(),
             rounds: 0,
             waited: 0,
+            debug: false,
         }
+    }
+
+    /// Whether each round also reports its similarity matrix.
+    pub fn set_debug(&mut self, on: bool) {
+        self.debug = on;
     }
 
     /// Rounds applied so far.
     pub fn rounds(&self) -> u32 {
         self.rounds
+    }
+
+    /// Whether the program has enough live threads to record (paper 5's
+    /// `min_threads`); until then there is nothing to cluster.
+    pub fn recording(&self) -> bool {
+        let live = self.members.iter().filter(|m| m.alive).count();
+        self.params.should_record(live)
     }
 
     /// Drains slot `slot`'s `trail` (thread `tid`, `alive` unless it has
@@ -131,13 +159,15 @@ impl CaDriver {
         if !self.vectors.any_full() {
             return None;
         }
-        let recording = (0..self.members.len())
-            .filter(|&t| self.members[t].alive && self.vectors.events(t) > 0)
-            .count();
-        if !self
-            .params
-            .round_due(self.vectors.full_count(), recording, self.waited)
-        {
+        let events = |t: usize| self.members[t].alive.then(|| self.vectors.events(t));
+        let counts = (0..self.members.len()).filter_map(events);
+        let enough = self.params.min_samples.clamp(1, self.vectors.size());
+        // Every live thread counts, sampled yet or not: a round with the
+        // first few to run would plan without the rest.
+        let (recording, ready) =
+            counts.fold((0, 0), |(r, k), e| (r + 1, k + usize::from(e >= enough)));
+        let full = self.vectors.full_count();
+        if !self.params.round_due(full, ready, recording, self.waited) {
             self.waited += 1;
             return None;
         }
@@ -145,6 +175,14 @@ impl CaDriver {
         let alive: Vec<bool> = self.members.iter().map(|m| m.alive).collect();
         let csf = self.csf.unwrap_or_default();
         let decided = ca_round(&self.vectors, &alive, &self.params, &csf, &self.cpus);
+        let similarity = decided.as_ref().filter(|_| self.debug).map(|d| {
+            let live = self.vectors.compact(&d.members);
+            let round = |x: f64| (x * 1e3).round() / 1e3;
+            let m = similarity_matrix(&live, &self.params);
+            m.into_iter()
+                .map(|row| row.into_iter().map(round).collect())
+                .collect()
+        });
         self.vectors.reset();
         let decided = decided?;
         self.rounds += 1;
@@ -174,6 +212,8 @@ impl CaDriver {
                 cpu,
                 read_back: get_thread_affinity(m.tid).unwrap_or_default(),
                 nice: nice.flatten(),
+                samples: decided.samples[k],
+                slots: decided.slots[k],
             });
         }
         let clusters = &decided.clustering.clusters;
@@ -184,6 +224,8 @@ impl CaDriver {
             strong: clusters.iter().filter(|c| c.strong).count() as u32,
             globally_shared: decided.clustering.globally_shared,
             moved,
+            excluded: decided.excluded,
+            similarity,
         })
     }
 }

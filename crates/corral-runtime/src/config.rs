@@ -33,6 +33,9 @@ pub const ENV_SPIN_BEFORE_PARK: &str = "CORRAL_SPIN_BEFORE_PARK";
 /// `park` (default) or `spin`: how a waiter of a spinning algorithm waits
 /// when no policy manages it.
 pub const ENV_WAIT: &str = "CORRAL_WAIT";
+/// Set (any value): every CA round in the decision log also carries the
+/// members' similarity matrix (a diagnostic; `threads^2` numbers a round).
+pub const ENV_CA_DEBUG: &str = "CORRAL_CA_DEBUG";
 /// Path of the JSON-lines decision log (optional).
 pub const ENV_EVENTS: &str = "CORRAL_EVENTS";
 /// Pid of the `corral run` that started the program: its direct child is

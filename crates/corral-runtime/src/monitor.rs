@@ -152,7 +152,9 @@ impl Monitor {
         if cfg.policy.is_ca() {
             let csf = (cfg.policy == Policy::CaCsf).then(corral_policy::csf::CsfParams::default);
             let ca = corral_policy::cluster::CaParams::default();
-            m.ca = Some(crate::ca::CaDriver::new(ca, csf, m.cpus.clone()));
+            let mut driver = crate::ca::CaDriver::new(ca, csf, m.cpus.clone());
+            driver.set_debug(std::env::var_os(crate::config::ENV_CA_DEBUG).is_some());
+            m.ca = Some(driver);
         }
         let bound = m.ctrl.as_ref().map_or(0, SscController::bound);
         m.log(Event::Start {
@@ -209,11 +211,18 @@ impl Monitor {
         }
         if let Some(ca) = &self.ca {
             // Every tick until the first plan (the trails hold one tick of
-            // samples), then re-clustering at the settled pace.
-            return if ca.rounds() == 0 {
-                Pace::Searching
-            } else {
-                Pace::Settled
+            // samples), then re-clustering at the settled pace; idle while
+            // too few threads run to record (a 1-thread program would
+            // otherwise be ticked every millisecond for nothing).
+            let recording = ca.recording();
+            if recording != registry::sampling() {
+                // Only on a change: the flag's line is read by every lock.
+                registry::set_sampling(recording);
+            }
+            return match (recording, ca.rounds()) {
+                (false, _) => Pace::Idle,
+                (true, 0) => Pace::Searching,
+                (true, _) => Pace::Settled,
             };
         }
         let placed = self.ctrl.as_ref().is_some_and(|c| c.lock_intensive() > 0);
@@ -520,7 +529,9 @@ pub fn start(
     events_path: Option<PathBuf>,
 ) -> Result<(), StartError> {
     registry::set_spin_before_park(cfg.spin_before_park);
-    registry::set_sampling(cfg.policy.is_ca());
+    // Policy ca turns sampling on once the program has threads enough to
+    // record (see `Monitor::tick`); until then its locks skip the hash.
+    registry::set_sampling(false);
     if cfg.policy == Policy::CaCsf {
         // Quantum renewal needs the kernel's slice extension; the holder-side
         // request and release are not written yet, so where it is granted

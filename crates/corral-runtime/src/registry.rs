@@ -275,9 +275,15 @@ pub fn recheck_placement() {
 /// hash.
 static SAMPLING: AtomicBool = AtomicBool::new(false);
 
-/// Turns the sampling of lock ids on (`--policy ca`) or off.
+/// Turns the sampling of lock ids on (`--policy ca`, once the program has
+/// `min_threads` threads) or off.
 pub fn set_sampling(on: bool) {
     SAMPLING.store(on, Ordering::Relaxed); // Relaxed: a mode; late samples are harmless.
+}
+
+/// Whether lock ids are sampled now.
+pub fn sampling() -> bool {
+    SAMPLING.load(Ordering::Relaxed) // Relaxed: see `set_sampling`.
 }
 
 /// Whether attempt number `n` is sampled: a Fibonacci hash, so that the

@@ -32,10 +32,7 @@ pub fn simulate(
         .filter(|&n| n < 1 << 29)
         .ok_or(SimError::TooManyTasks)?;
     policy.start(&cfg.machine, n_tasks);
-    let mut programs = vec![workload.compile_steps("operation", &workload.operation)?];
-    for (i, p) in workload.phases.iter().enumerate() {
-        programs.push(workload.compile_steps(&format!("phases[{i}].operation"), &p.operation)?);
-    }
+    let programs = workload.compile_programs()?;
     let mut sim = State::new(cfg, policy, workload, programs, n_tasks);
     let end = cfg.seconds * 1e9 * cfg.machine.clock_ghz;
     sim.arm_global(Global::Warmup, end * cfg.warmup_fraction.clamp(0.0, 0.99));

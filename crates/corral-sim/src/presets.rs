@@ -55,6 +55,7 @@ fn closed_loop(name: &str, description: &str, lock: LockSpec, op: Vec<Step>) -> 
         ops_per_task: None,
         spawn_cycles: 0.0,
         phases: vec![],
+        groups: 1,
     }
 }
 
@@ -64,8 +65,49 @@ fn work_for_share(cs: f64, share: f64) -> f64 {
     cs * (1.0 - share) / share
 }
 
+/// Paper 5's setting, as `corral bench ca`'s `groups` worker plants it:
+/// `groups` groups of `3 x groups` tasks per core (6 threads per group on
+/// 2 cores), each group alternating over its own two spin-then-park locks
+/// (corral's default wait; a
+/// 32-word update, ~100 cycles, whose lines move when the previous holder
+/// ran on another core), with one lock every task takes once per 16
+/// operations. Estimates, not measurements.
+fn planted_groups(name: &str, groups: u32) -> Workload {
+    let user_lock = |name: String| LockSpec {
+        name,
+        algo: LockAlgo::Adaptive,
+        kernel: false,
+        data_miss: misses(400.0),
+    };
+    let mut locks = vec![user_lock("global".into())];
+    for g in 0..groups {
+        locks.push(user_lock(format!("a{g}")));
+        locks.push(user_lock(format!("b{g}")));
+    }
+    let mut operation = Vec::new();
+    for _ in 0..16 {
+        operation.push(step(200.0, "a{group}", 100.0, 1));
+        operation.push(step(200.0, "b{group}", 100.0, 1));
+    }
+    operation.push(step(200.0, "global", 50.0, 1));
+    Workload {
+        name: name.into(),
+        description: format!(
+            "paper 5's planted groups (corral bench ca): {groups} groups, each task on its group's two locks, one lock shared by all"
+        ),
+        tasks_per_core: 3 * groups,
+        times: TimeDist::Exponential,
+        locks,
+        operation,
+        ops_per_task: None,
+        spawn_cycles: 0.0,
+        phases: vec![],
+        groups,
+    }
+}
+
 /// Names of the built-in workloads, in listing order.
-pub const NAMES: [&str; 14] = [
+pub const NAMES: [&str; 21] = [
     "fops",
     "mempop",
     "pfind",
@@ -80,6 +122,13 @@ pub const NAMES: [&str; 14] = [
     "parallel-grep",
     "phase-change",
     "markov",
+    "ca-groups-2",
+    "ca-groups-3",
+    "ca-groups-4",
+    "ca-groups-5",
+    "ca-groups-6",
+    "ca-groups-7",
+    "ca-groups-8",
 ];
 
 /// The built-in workload called `name`.
@@ -221,7 +270,10 @@ fn paper1_preset(name: &str) -> Option<Workload> {
                 vec![step(12_500.0, "lock", 400.0, 1)],
             )
         }
-        _ => return None,
+        _ => {
+            let groups = name.strip_prefix("ca-groups-")?.parse().ok();
+            planted_groups(name, groups.filter(|g| (2..=8).contains(g))?)
+        }
     };
     Some(w)
 }

@@ -102,6 +102,11 @@ pub struct Workload {
     /// Later operations, in order of their start.
     #[serde(default)]
     pub phases: Vec<PhaseSpec>,
+    /// Planted groups (paper 5's setting): task `t` is in group
+    /// `t % groups`, and `{group}` in a step's lock name stands for its
+    /// group's number, so each group takes its own locks.
+    #[serde(default = "one")]
+    pub groups: u32,
 }
 
 /// A workload step with its lock resolved to an index.
@@ -141,7 +146,9 @@ impl Workload {
                 ));
             }
         }
-        self.compile_steps("operation", &self.operation)?;
+        if self.groups == 0 {
+            return Err(SimError::workload("groups", "must be at least 1"));
+        }
         for (i, p) in self.phases.iter().enumerate() {
             if !(0.0..=1.0).contains(&p.at) {
                 return Err(SimError::workload(
@@ -149,8 +156,8 @@ impl Workload {
                     "must be a fraction in 0..=1",
                 ));
             }
-            self.compile_steps(&format!("phases[{i}].operation"), &p.operation)?;
         }
+        self.compile_programs()?;
         if self.ops_per_task == Some(0) {
             return Err(SimError::workload("ops_per_task", "must be at least 1"));
         }
@@ -160,10 +167,27 @@ impl Workload {
         Ok(())
     }
 
-    pub(crate) fn compile_steps(
+    /// The operation, then each phase's, each compiled once per group:
+    /// program `p` of group `g` is at `p * groups + g`.
+    pub(crate) fn compile_programs(&self) -> Result<Vec<Vec<CompiledStep>>, SimError> {
+        let fields = std::iter::once(("operation".to_string(), &self.operation)).chain(
+            (self.phases.iter().enumerate())
+                .map(|(i, p)| (format!("phases[{i}].operation"), &p.operation)),
+        );
+        let mut out = Vec::new();
+        for (field, steps) in fields {
+            for g in 0..self.groups.max(1) {
+                out.push(self.compile_steps(&field, steps, g)?);
+            }
+        }
+        Ok(out)
+    }
+
+    fn compile_steps(
         &self,
         field: &str,
         steps: &[Step],
+        group: u32,
     ) -> Result<Vec<CompiledStep>, SimError> {
         if steps.is_empty() {
             return Err(SimError::workload(field, "needs at least one step"));
@@ -199,7 +223,8 @@ impl Workload {
                             "cycles must be > 0",
                         ));
                     }
-                    let index = self.locks.iter().position(|l| &l.name == name);
+                    let name = name.replace("{group}", &group.to_string());
+                    let index = self.locks.iter().position(|l| l.name == name);
                     let index = index.ok_or_else(|| {
                         SimError::workload(
                             format!("{field}[{i}].lock"),

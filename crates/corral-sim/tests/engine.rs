@@ -217,3 +217,31 @@ fn csf_renewal_spares_preempted_user_space_lock_holders() {
         default.throughput
     );
 }
+
+#[test]
+fn planted_groups_take_their_own_locks_and_ca_maps_each_group_to_one_core() {
+    let w = preset("ca-groups-2").unwrap();
+    assert_eq!(w.groups, 2);
+    let cfg = SimConfig::new(2, 0.05, 1);
+    let mut ca = corral_sim::ca::ContentionAware::default();
+    let r = simulate(&cfg, &w, &mut ca).unwrap();
+    assert_eq!(r.tasks, 12);
+    // Task t is in group t % 2: the plan must keep each group whole on one
+    // core and the two groups apart.
+    let plan = ca.plan().expect("a seVector filled in 50 ms");
+    assert!(plan.iter().step_by(2).all(|&c| c == plan[0]), "{plan:?}");
+    assert!(
+        plan.iter().skip(1).step_by(2).all(|&c| c == plan[1]),
+        "{plan:?}"
+    );
+    assert_ne!(plan[0], plan[1]);
+    assert!(preset("ca-groups-9").is_none() && preset("ca-groups-1").is_none());
+}
+
+#[test]
+fn a_group_lock_name_must_resolve_for_every_group() {
+    let text = r#"{"name":"t","groups":2,"locks":[{"name":"l0","algo":"ticket"}],
+        "operation":[{"work":10,"lock":"l{group}","cs":5}]}"#;
+    let e = Workload::from_json(text).unwrap_err().to_string();
+    assert!(e.contains("unknown lock 'l1'"), "{e}");
+}

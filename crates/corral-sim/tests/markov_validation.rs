@@ -29,6 +29,7 @@ fn single_lock(a: f64, s: f64) -> Workload {
         ops_per_task: None,
         spawn_cycles: 0.0,
         phases: vec![],
+        groups: 1,
     }
 }
 

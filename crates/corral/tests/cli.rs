@@ -142,3 +142,35 @@ fn bench_locks_json_lists_every_algorithm() {
         assert!(row["overhead_ratio"].as_f64().unwrap() > 0.0);
     }
 }
+
+#[test]
+fn sim_runs_the_planted_groups_of_bench_ca() {
+    let out = corral(&[
+        "sim",
+        "--workload",
+        "ca-groups-2,ca-groups-4",
+        "--policy",
+        "ca",
+        "--cores",
+        "2",
+        "--seconds",
+        "0.02",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tasks: Vec<u64> = v["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["tasks"].as_u64().unwrap())
+        .collect();
+    // 6 tasks per group on 2 cores, as `corral bench ca` runs them.
+    assert_eq!(tasks, vec![12, 24]);
+    let bad = corral(&["sim", "--workload", "ca-groups-9", "--cores", "2"]);
+    assert!(!bad.status.success());
+}

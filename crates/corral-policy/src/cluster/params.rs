@@ -21,6 +21,12 @@ pub struct CaParams {
     /// Recording starts once this many threads exist (paper 5, Sec. 2.3.1:
     /// 10, "because our smallest benchmark spawns 10 threads").
     pub min_threads: u32,
+    /// A thread takes part in a live round once its vector holds this many
+    /// events (not in the paper, whose vectors record every event: a
+    /// sampled one of a thread starved of CPU may hold a handful). At 64,
+    /// a lock used half the time reads 0.5 +- 0.06 (one binomial sd);
+    /// threads below it keep their placement until a later round.
+    pub min_samples: u32,
 }
 
 impl Default for CaParams {
@@ -31,6 +37,7 @@ impl Default for CaParams {
             ci_threshold: 0.4,
             global_share: 0.5,
             min_threads: 10,
+            min_samples: 64,
         }
     }
 }
@@ -39,15 +46,21 @@ impl Default for CaParams {
 pub const ROUND_WAIT_TICKS: u32 = 64;
 
 impl CaParams {
-    /// Whether a round is due: `full` of the `recording` threads have full
-    /// vectors, the first `ticks_since_first` ticks ago. Paper 5 clusters
-    /// at the first full vector; on a time-shared machine the others may
-    /// then be half full, and the s^2-normalised similarity of two half
-    /// vectors is a quarter of the full one (below simThreshold), so the
-    /// round waits until all are full, for at most [`ROUND_WAIT_TICKS`].
+    /// Whether a round is due: some vector is full (paper 5's cue) and
+    /// `ready` of the `recording` (live) threads hold [`CaParams::min_samples`]
+    /// events, the first vector having filled `ticks_since_first` ticks
+    /// ago. Similarity is normalised per vector, so the others need not be
+    /// full, only sampled enough; a thread starved of CPU is waited for at
+    /// most [`ROUND_WAIT_TICKS`], then sits the round out.
     #[inline]
-    pub fn round_due(&self, full: usize, recording: usize, ticks_since_first: u32) -> bool {
-        full > 0 && (full >= recording || ticks_since_first >= ROUND_WAIT_TICKS)
+    pub fn round_due(
+        &self,
+        full: usize,
+        ready: usize,
+        recording: usize,
+        ticks_since_first: u32,
+    ) -> bool {
+        full > 0 && (ready >= recording || ticks_since_first >= ROUND_WAIT_TICKS)
     }
 
     /// Whether an application with `threads` threads is worth recording.

@@ -210,8 +210,10 @@ pub(crate) struct State<'a> {
     dist: Distances,
     rng: Rng,
     exponential: bool,
-    /// The operation, then one program per workload phase.
+    /// The operation, then one program per workload phase, each once per
+    /// planted group (`Workload::groups`).
     programs: Vec<Vec<CompiledStep>>,
+    groups: u32,
     /// Program tasks take up at their next operation.
     current_program: u32,
     /// Operations after which a task exits; none for long-lived tasks.
@@ -273,6 +275,7 @@ impl<'a> State<'a> {
             rng: Rng::seeded(cfg.seed),
             exponential: workload.times == TimeDist::Exponential,
             programs,
+            groups: workload.groups.max(1),
             current_program: 0,
             ops_per_task: workload.ops_per_task,
             spawn_cycles: workload.spawn_cycles,
@@ -446,6 +449,12 @@ impl State<'_> {
     #[inline]
     fn step_of(&self, t: u32) -> CompiledStep {
         self.tasks[t as usize].cur
+    }
+
+    /// Index in `programs` of `t`'s current program, for its group.
+    #[inline]
+    fn program_of(&self, t: u32) -> usize {
+        (self.tasks[t as usize].program * self.groups + t % self.groups) as usize
     }
 
     /// The lock of `t`'s current step, for a task trying, waiting for or

@@ -15,7 +15,8 @@ impl State<'_> {
                 phase: Phase::Start,
                 program: 0,
                 step: 0,
-                cur: self.programs[0][0],
+                // Program 0 of the task's planted group (see `program_of`).
+                cur: self.programs[(t % self.groups) as usize][0],
                 reps_left: self.programs[0][0].repeat,
                 remaining: 0.0,
                 phase_end: 0.0,
@@ -80,7 +81,7 @@ impl State<'_> {
 
     /// One repetition of the current step is done: move on.
     fn finish_step(&mut self, t: u32) {
-        let n_steps = self.programs[self.tasks[t as usize].program as usize].len() as u32;
+        let n_steps = self.programs[self.program_of(t)].len() as u32;
         let task = &mut self.tasks[t as usize];
         task.reps_left -= 1;
         if task.reps_left == 0 {
@@ -91,9 +92,10 @@ impl State<'_> {
                 task.ops_in_life += 1;
                 self.figures.ops += 1;
             }
+            let cur = self.programs[self.program_of(t)][self.tasks[t as usize].step as usize];
             let task = &mut self.tasks[t as usize];
-            task.cur = self.programs[task.program as usize][task.step as usize];
-            task.reps_left = task.cur.repeat;
+            task.cur = cur;
+            task.reps_left = cur.repeat;
         }
         self.tasks[t as usize].phase = Phase::Start;
         let ops_in_life = self.tasks[t as usize].ops_in_life;

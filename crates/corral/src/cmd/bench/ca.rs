@@ -54,6 +54,9 @@ pub(crate) struct Cell {
     pub(crate) accuracy: Option<f64>,
     /// CA only: rounds applied, median.
     pub(crate) rounds: Option<u64>,
+    /// CA only: share of the planted threads the last round clustered
+    /// (the rest had too few samples to take part), median.
+    pub(crate) coverage: Option<f64>,
 }
 
 /// One group count.
@@ -62,6 +65,48 @@ pub(crate) struct Row {
     pub(crate) groups: u32,
     pub(crate) threads: u32,
     pub(crate) cells: Vec<Cell>,
+    /// The simulator on the same shape (`corral sim --workload
+    /// ca-groups-G --policy default,lca,ca --cores 2`).
+    pub(crate) sim: Vec<SimCell>,
+}
+
+/// One simulator policy at one group count.
+#[derive(Debug, Serialize)]
+pub(crate) struct SimCell {
+    pub(crate) policy: String,
+    /// Simulated operations per second.
+    pub(crate) throughput: f64,
+    /// Lock waiting over task time.
+    pub(crate) wait_share: f64,
+}
+
+/// Simulated seconds per point of the sim's comparison.
+const SIM_SECONDS: f64 = 0.5;
+
+/// The simulator's `default`, `lca` and `ca` on preset `ca-groups-G` at
+/// as many cores as this machine lets the program use (at least 2).
+fn simulate(groups: u32, cores: u32) -> Result<Vec<SimCell>, CliError> {
+    let name = format!("ca-groups-{groups}");
+    let workload = corral_sim::presets::preset(&name)
+        .ok_or_else(|| CliError(format!("no simulator preset {name}")))?;
+    let spec = corral_sim::SweepSpec {
+        workloads: vec![workload],
+        policies: ["default", "lca", "ca"].map(String::from).to_vec(),
+        cores: vec![cores],
+        seconds: SIM_SECONDS,
+        seed: 1,
+        costs: corral_sim::LockCosts::default(),
+    };
+    let report = corral_sim::run_sweep(&spec, &|_, _| {}).map_err(|e| CliError(e.to_string()))?;
+    Ok(report
+        .points
+        .into_iter()
+        .map(|p| SimCell {
+            policy: p.policy,
+            throughput: p.throughput,
+            wait_share: p.wait_share,
+        })
+        .collect())
 }
 
 /// The JSON document.
@@ -78,6 +123,7 @@ struct RunOut {
     wait_share: Option<f64>,
     accuracy: Option<f64>,
     rounds: Option<u64>,
+    coverage: Option<f64>,
 }
 
 fn median(mut v: Vec<f64>) -> Option<f64> {
@@ -141,7 +187,7 @@ fn run_once(
         .stats
         .as_ref()
         .map(|s| s.threads.iter().map(|t| t.wait_ns as f64).sum::<f64>() / wall_ns.max(1.0));
-    let (mut accuracy, mut rounds) = (None, None);
+    let (mut accuracy, mut rounds, mut coverage) = (None, None, None);
     if log.is_some() {
         let evs = read_log(&events).unwrap_or_default();
         let _ = std::fs::remove_file(&events);
@@ -161,6 +207,7 @@ fn run_once(
                     found.push(t.cluster);
                 }
             }
+            coverage = Some(planted.len() as f64 / result.planted.len().max(1) as f64);
             clustering_accuracy(&planted, &found)
         });
     }
@@ -169,6 +216,7 @@ fn run_once(
         wait_share,
         accuracy,
         rounds,
+        coverage,
     })
 }
 
@@ -216,12 +264,15 @@ pub(crate) fn measure(args: &BenchCaArgs) -> Result<BenchCaReport, CliError> {
                         .collect(),
                 )
                 .map(|r| r as u64),
+                coverage: median(o.iter().filter_map(|x| x.coverage).collect()),
             })
             .collect();
+        let cores = (corral_runtime::affinity::allowed_cpus().len() as u32).max(2);
         rows.push(Row {
             groups,
             threads,
             cells,
+            sim: simulate(groups, cores)?,
         });
     }
     Ok(BenchCaReport {
@@ -235,8 +286,8 @@ pub(crate) fn measure(args: &BenchCaArgs) -> Result<BenchCaReport, CliError> {
 /// the `none` column (corral's locks under the default scheduler).
 pub(crate) fn render(r: &BenchCaReport) -> String {
     let mut s = format!(
-        "{:>6} {:>7} {:<7} {:>12} {:>8} {:>10} {:>8} {:>6}\n",
-        "groups", "threads", "policy", "ops/s", "x none", "wait", "accuracy", "rounds"
+        "{:>6} {:>7} {:<7} {:>12} {:>8} {:>10} {:>8} {:>8} {:>6}\n",
+        "groups", "threads", "policy", "ops/s", "x none", "wait", "accuracy", "coverage", "rounds"
     );
     for row in &r.rows {
         let base = row
@@ -246,7 +297,7 @@ pub(crate) fn render(r: &BenchCaReport) -> String {
             .map_or(1.0, |c| c.throughput);
         for c in &row.cells {
             s.push_str(&format!(
-                "{:>6} {:>7} {:<7} {:>12.0} {:>8.3} {:>10} {:>8} {:>6}\n",
+                "{:>6} {:>7} {:<7} {:>12.0} {:>8.3} {:>10} {:>8} {:>8} {:>6}\n",
                 row.groups,
                 row.threads,
                 c.policy,
@@ -255,7 +306,27 @@ pub(crate) fn render(r: &BenchCaReport) -> String {
                 c.wait_share
                     .map_or("-".into(), |w| format!("{:.1}%", 100.0 * w)),
                 c.accuracy.map_or("-".into(), |a| format!("{a:.3}")),
+                c.coverage.map_or("-".into(), |a| format!("{a:.2}")),
                 c.rounds.map_or("-".into(), |n| n.to_string()),
+            ));
+        }
+    }
+    s.push_str(&format!(
+        "simulator, same shapes ({SIM_SECONDS} s simulated per point; `corral sim --workload ca-groups-G --policy default,lca,ca --cores 2`):\n"
+    ));
+    for row in &r.rows {
+        let base = row.sim.iter().find(|c| c.policy == "default");
+        let base = base.map_or(1.0, |c| c.throughput);
+        for c in &row.sim {
+            s.push_str(&format!(
+                "{:>6} {:>7} {:<7} {:>12.0} {:>8} {:>9.1}%   (x default {:.2})\n",
+                row.groups,
+                row.threads,
+                c.policy,
+                c.throughput,
+                "",
+                100.0 * c.wait_share,
+                c.throughput / base.max(1e-9),
             ));
         }
     }

@@ -42,6 +42,14 @@ pub(crate) enum BenchCommand {
     /// threads (each group its own locks, plus one lock all share): glibc,
     /// policy none, lca, ca and ca,csf; throughput, wait share and the
     /// clustering accuracy against the planted groups.
+    ///
+    /// `coverage` is the share of the planted threads the last round
+    /// clustered: a thread takes part once 64 of its lock ids were sampled
+    /// (1 acquisition in 16). Below the table, the simulator's default, lca
+    /// and ca on the same shapes (presets `ca-groups-G`). To see what a
+    /// round saw, `CORRAL_CA_DEBUG=1 corral run --policy ca --events
+    /// F.jsonl -- PROG` logs every round's per-thread samples, non-zero
+    /// slots, excluded slots and similarity matrix.
     #[command(allow_negative_numbers = true)]
     Ca(ca::BenchCaArgs),
     /// The program `bench counter` runs (internal).
