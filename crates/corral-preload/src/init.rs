@@ -142,6 +142,9 @@ fn resolve() -> Real {
 /// Set in a forked child: its monitor does not exist.
 static FORKED: AtomicBool = AtomicBool::new(false);
 
+/// This is the process `corral run` started (see [`is_root_process`]).
+static ROOT: AtomicBool = AtomicBool::new(false);
+
 /// Where this process stands with its monitor. It starts at the first
 /// `pthread_create`: a process that never makes a second thread (most of
 /// what a shell script execs) pays for no monitor thread and no ticks.
@@ -197,6 +200,7 @@ extern "C" fn on_load() {
     // SAFETY: registering a plain function pointer; no other arguments.
     unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
     if is_root_process() {
+        ROOT.store(true, Ordering::Relaxed); // Relaxed: read at exit by this process.
         let Some(cfg) = read_config() else { return };
         // SAFETY: getpid has no preconditions.
         let pid = unsafe { libc::getpid() };
@@ -365,11 +369,28 @@ fn is_root_process() -> bool {
     // SAFETY: getenv returned a NUL-terminated string that lives as long as
     // the environment is not modified (nothing else runs at load).
     let value = unsafe { core::ffi::CStr::from_ptr(raw) };
-    let Some(parent) = value.to_str().ok().and_then(|v| v.parse::<i32>().ok()) else {
+    let Some(parent) = parse_pid(value.to_bytes()) else {
         return false;
     };
     // SAFETY: getppid has no preconditions.
     parent == unsafe { libc::getppid() }
+}
+
+/// A pid in decimal, parsed here rather than by `str::parse`: every exec
+/// runs it, and each std function it enters is another code page to fault
+/// in.
+fn parse_pid(digits: &[u8]) -> Option<i32> {
+    if digits.is_empty() || digits.len() > 10 {
+        return None;
+    }
+    let mut pid: i64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        pid = pid * 10 + i64::from(d - b'0');
+    }
+    i32::try_from(pid).ok()
 }
 
 fn with_signals_blocked<T>(f: impl FnOnce() -> T) -> T {
@@ -394,8 +415,9 @@ extern "C" fn on_unload() {
         }
         // Asked before the path is built: a raw-cloned child must not
         // allocate here (its parent's other threads may have held malloc's
-        // lock at the clone).
-        if corral_runtime::lockprof::saves_maps() {
+        // lock at the clone). Only the process corral run started attaches
+        // the profile, so the others skip the question.
+        if ROOT.load(Ordering::Relaxed) && corral_runtime::lockprof::saves_maps() {
             // SAFETY: getpid has no preconditions.
             let pid = unsafe { libc::getpid() };
             corral_runtime::lockprof::save_maps(&corral_runtime::files::maps_path(pid));
