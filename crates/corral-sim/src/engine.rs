@@ -8,16 +8,17 @@ use crate::policy::SimPolicy;
 use crate::state::{Event, Global, State, TaskTimer};
 use crate::workload::Workload;
 
-/// Runs `workload` under `policy` on the machine of `cfg`.
+/// Runs `workload` under `policy` on the machine of `cfg` (generic, so that
+/// a concrete policy's calls inline; `&mut dyn SimPolicy` works too).
 ///
 /// # Errors
 ///
 /// The workload is invalid, the machine has no or more than [`MAX_CORES`]
 /// cores, `cfg.seconds` is not positive, or there are too many tasks.
-pub fn simulate(
+pub fn simulate<P: SimPolicy + ?Sized>(
     cfg: &SimConfig,
     workload: &Workload,
-    policy: &mut dyn SimPolicy,
+    policy: &mut P,
 ) -> Result<SimResult, SimError> {
     workload.validate()?;
     let cores = cfg.machine.cores;
@@ -46,7 +47,7 @@ pub fn simulate(
 }
 
 /// Fires every event due by `end`, in time order.
-fn run_until(sim: &mut State<'_>, end: f64) {
+fn run_until<P: SimPolicy + ?Sized>(sim: &mut State<'_, P>, end: f64) {
     while let Some(event) = sim.next_event(end) {
         match event {
             Event::Task(t, TaskTimer::PhaseEnd) => sim.phase_end(t),
@@ -62,7 +63,12 @@ fn run_until(sim: &mut State<'_>, end: f64) {
 }
 
 /// The figures of a finished run, per measured cycle and second.
-fn result(sim: &State<'_>, cfg: &SimConfig, workload: &Workload, end: f64) -> SimResult {
+fn result<P: SimPolicy + ?Sized>(
+    sim: &State<'_, P>,
+    cfg: &SimConfig,
+    workload: &Workload,
+    end: f64,
+) -> SimResult {
     let f = sim.figures();
     let cycles = (end - f.measure_start).max(1.0);
     let seconds = cycles * sim.ns_per_cycle() * 1e-9;

@@ -42,7 +42,9 @@ pub use config::{SchedParams, SimConfig, SimResult, MAX_CORES};
 pub use engine::simulate;
 pub use error::SimError;
 pub use locks::{LockAlgo, LockCosts};
-pub use names::{make_policy, parse_policy, OVER_LOCKS, POLICIES, POLICY_NAMES, SCHEDULERS};
+pub use names::{
+    make_policy, parse_policy, simulate_named, OVER_LOCKS, POLICIES, POLICY_NAMES, SCHEDULERS,
+};
 pub use plot::{svg_plot, svg_plot_labelled};
 pub use policy::{AllCores, CoreLoads, CoreRange, OverLock, SimPolicy};
 pub use sweep::{run_sweep, to_csv, SweepReport, SweepSpec};

@@ -5,11 +5,14 @@
 //! papers), or over another lock as `POLICY-LOCK`, e.g. `lca-qspinlock`.
 
 use crate::ca::ContentionAware;
+use crate::config::{SimConfig, SimResult};
+use crate::engine::simulate;
 use crate::error::SimError;
 use crate::faithful::Faithful;
 use crate::lca::Lca;
 use crate::locks::LockAlgo;
 use crate::policy::{AllCores, OverLock, SimPolicy};
+use crate::workload::Workload;
 use corral_policy::ssc::SscParams;
 
 /// Every policy name with what it runs, in listing order.
@@ -121,6 +124,55 @@ pub fn make_policy(name: &str, cores: u32) -> Result<Box<dyn SimPolicy>, SimErro
         Some("ca") => over(ContentionAware::default(), lock),
         Some(other) => unreachable!("parse_policy admitted {other}"),
     })
+}
+
+/// Runs `workload` on `cfg`'s machine under the policy called `name`, its
+/// concrete type known to the engine (so that its per-event calls inline,
+/// unlike through [`make_policy`]'s box).
+///
+/// # Errors
+///
+/// [`SimError::UnknownPolicy`] for a name [`parse_policy`] rejects, or the
+/// run's error (see [`simulate`]).
+pub fn simulate_named(
+    name: &str,
+    cfg: &SimConfig,
+    workload: &Workload,
+) -> Result<SimResult, SimError> {
+    let (scheduler, lock) = parse_policy(name)?;
+    let cores = cfg.machine.cores;
+    let run = Run {
+        cfg,
+        workload,
+        lock,
+    };
+    match scheduler {
+        None => run.with(AllCores::default()),
+        Some("lca") => run.with(Lca::improved(cores)),
+        Some("lca-nowarm") => run.with(Lca::with_params(SscParams::kernel_without_warmup())),
+        Some("lca-grow") => run.with(Lca::with_params(SscParams::default())),
+        Some("lca-2013") => run.with(Lca::paper_2013(cores)),
+        Some("faithful") => run.with(Faithful::default()),
+        Some("ca") => run.with(ContentionAware::default()),
+        Some(other) => unreachable!("parse_policy admitted {other}"),
+    }
+}
+
+/// One run waiting for its policy.
+struct Run<'a> {
+    cfg: &'a SimConfig,
+    workload: &'a Workload,
+    lock: Option<LockAlgo>,
+}
+
+impl Run<'_> {
+    /// Runs under `policy`, over the named lock if any.
+    fn with<P: SimPolicy>(&self, mut policy: P) -> Result<SimResult, SimError> {
+        match self.lock {
+            Some(lock) => simulate(self.cfg, self.workload, &mut OverLock::new(policy, lock)),
+            None => simulate(self.cfg, self.workload, &mut policy),
+        }
+    }
 }
 
 /// `policy`, over `lock` if one is named.

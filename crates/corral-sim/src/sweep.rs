@@ -2,10 +2,9 @@
 //! cores, each point single-threaded and deterministic.
 
 use crate::config::{SimConfig, SimResult};
-use crate::engine::simulate;
 use crate::error::SimError;
 use crate::locks::LockCosts;
-use crate::names::make_policy;
+use crate::names::{make_policy, simulate_named};
 use crate::workload::Workload;
 use rayon::prelude::*;
 use serde::Serialize;
@@ -47,7 +46,7 @@ pub struct SweepReport {
 /// # Errors
 ///
 /// A core count of 0 or an unknown policy, before anything runs; otherwise
-/// the first point's error in sweep order (see [`simulate`]).
+/// the first point's error in sweep order (see [`crate::simulate`]).
 pub fn run_sweep(
     spec: &SweepSpec,
     progress: &(dyn Fn(usize, usize) + Sync),
@@ -80,10 +79,9 @@ pub fn run_sweep(
             let t0 = thread_cpu_seconds();
             let mut cfg = SimConfig::new(n, spec.seconds, spec.seed);
             cfg.costs = spec.costs.clone();
-            let out = make_policy(&spec.policies[p], n).and_then(|mut policy| {
-                let mut r = simulate(&cfg, &spec.workloads[w], policy.as_mut())?;
+            let out = simulate_named(&spec.policies[p], &cfg, &spec.workloads[w]).map(|mut r| {
                 r.policy = spec.policies[p].clone();
-                Ok((r, thread_cpu_seconds() - t0))
+                (r, thread_cpu_seconds() - t0)
             });
             // Relaxed: a progress count, nothing is published through it.
             let d = done.fetch_add(1, Ordering::Relaxed) + 1;

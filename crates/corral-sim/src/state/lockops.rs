@@ -11,8 +11,9 @@
 
 use super::{Activity, LoadView, Phase, State, TaskTimer};
 use crate::locks::LockAlgo;
+use crate::policy::SimPolicy;
 
-impl State<'_> {
+impl<P: SimPolicy + ?Sized> State<'_, P> {
     /// Running task `t` tries the lock of its current step.
     pub(super) fn attempt(&mut self, t: u32) {
         let now_ns = self.ns(self.now);

@@ -203,9 +203,10 @@ impl CoreLoads for LoadView<'_> {
 }
 
 /// Everything one simulated run changes.
-pub(crate) struct State<'a> {
+pub(crate) struct State<'a, P: SimPolicy + ?Sized> {
     cfg: &'a SimConfig,
-    policy: &'a mut dyn SimPolicy,
+    /// Generic so that its per-event calls inline.
+    policy: &'a mut P,
     /// The machine's distances, tabled.
     dist: Distances,
     rng: Rng,
@@ -241,13 +242,13 @@ pub(crate) struct State<'a> {
     events: u64,
 }
 
-impl<'a> State<'a> {
+impl<'a, P: SimPolicy + ?Sized> State<'a, P> {
     /// A machine of `cfg.machine.cores` idle cores and no tasks yet, running
     /// `programs` (compiled from `workload`) under `policy`, which has been
     /// started.
     pub(crate) fn new(
         cfg: &'a SimConfig,
-        policy: &'a mut dyn SimPolicy,
+        policy: &'a mut P,
         workload: &Workload,
         programs: Vec<Vec<CompiledStep>>,
         n_tasks: u32,
@@ -304,7 +305,7 @@ impl<'a> State<'a> {
     }
 }
 
-impl State<'_> {
+impl<P: SimPolicy + ?Sized> State<'_, P> {
     /// The kernel's time slice, in cycles.
     pub(crate) fn slice_cycles(&self) -> f64 {
         self.slice_cycles

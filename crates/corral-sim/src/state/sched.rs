@@ -4,8 +4,9 @@
 use super::{Activity, Global, LoadView, Phase, State, TaskTimer};
 use crate::locks::LockAlgo;
 use crate::policy::CoreRange;
+use crate::policy::SimPolicy;
 
-impl State<'_> {
+impl<P: SimPolicy + ?Sized> State<'_, P> {
     #[inline]
     fn load(&self, core: u32) -> u32 {
         self.loads[core as usize]

@@ -2,8 +2,9 @@
 //! operation's end, and short-lived tasks exiting and being forked anew.
 
 use super::{Activity, Phase, State, Task, TaskTimer};
+use crate::policy::SimPolicy;
 
-impl State<'_> {
+impl<P: SimPolicy + ?Sized> State<'_, P> {
     /// Creates the tasks and places them round-robin (fork balancing),
     /// restricted to what the policy allows from the outset.
     pub(crate) fn spawn_all(&mut self) {
