@@ -207,7 +207,11 @@ impl SearchState {
     /// every core let the simulator's 1,024-core presets fall into a convoy
     /// more often than it measured them better.
     fn baseline(&mut self, params: &SscParams, round: Round, thro: f64) -> Step {
-        self.unconfined_thro = Some(thro);
+        // Only measured progress compares every core with a confined bound:
+        // the paper's T = n(1 - p) grows with the cores by construction, so
+        // a driver that counts no progress (the kernel-lock monitor) climbs
+        // as before, one round later.
+        self.unconfined_thro = round.measured.filter(|&t| t > 0.0);
         self.phase = Phase::Climb;
         let start = params
             .initial_bound

@@ -42,7 +42,13 @@ impl MonitorConfig {
     /// Paper 1's parameters over `order`, applying affinity.
     pub fn new(order: Vec<CoreId>) -> Self {
         MonitorConfig {
-            ssc: SscParams::kernel(),
+            ssc: SscParams {
+                // Its BPF sees contended acquisitions only, so it counts no
+                // progress: a first round on every core would compare
+                // nothing and only delay the first placement.
+                baseline_unconfined: false,
+                ..SscParams::kernel()
+            },
             order,
             apply: true,
             shares_per_thread: 256,

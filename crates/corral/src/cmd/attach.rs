@@ -35,6 +35,9 @@ pub(crate) struct AttachArgs {
     /// Allow --metrics on an address other than loopback.
     #[arg(long, requires = "metrics")]
     pub(crate) metrics_public: bool,
+    /// Largest SSC in cores (0 = every CPU), as `corral run --max-ssc`.
+    #[arg(long, value_name = "N")]
+    pub(crate) max_ssc: Option<u32>,
     #[command(flatten)]
     pub(crate) options: KernelOptions,
 }
@@ -161,7 +164,7 @@ pub(crate) fn run(args: AttachArgs) -> Result<(), CliError> {
         super::metrics::check(addr, args.metrics_public)?;
     }
     signals::catch_stop_signals();
-    let session = prepare(&args.options)?;
+    let session = prepare(&args.options, args.max_ssc)?;
     if let Some(addr) = args.metrics {
         let watched = super::metrics::Watched::Kernel(session.live());
         let bound = super::metrics::serve(addr, args.metrics_public, watched)?;

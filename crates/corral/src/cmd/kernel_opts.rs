@@ -89,7 +89,10 @@ fn ssc_order() -> Result<Vec<u32>, CliError> {
 /// [`KernelRun::track`] a running process, or [`KernelRun::before_spawn`]
 /// and [`KernelRun::spawned`] around the program's spawn. A refusal (not
 /// root, no BTF, tracepoints missing, BPF refused) is one line.
-pub(crate) fn prepare(options: &KernelOptions) -> Result<KernelRun, CliError> {
+pub(crate) fn prepare(
+    options: &KernelOptions,
+    max_ssc: Option<u32>,
+) -> Result<KernelRun, CliError> {
     let config = SourceConfig {
         kinds: options.kernel_lock_kinds,
         follow_forks: !options.no_follow_forks,
@@ -100,6 +103,9 @@ pub(crate) fn prepare(options: &KernelOptions) -> Result<KernelRun, CliError> {
     monitor.apply = !options.observe_only;
     if options.paper_2013 {
         monitor.ssc = SscParams::paper_2013();
+    }
+    if let Some(cores) = max_ssc {
+        monitor.ssc.max_bound = cores;
     }
     let session = KernelSession::start(source, monitor)?;
     Ok(KernelRun {

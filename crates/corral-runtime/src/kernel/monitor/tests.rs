@@ -36,9 +36,6 @@ fn a_waiting_thread_is_confined_to_the_ssc_and_a_quiet_one_to_the_complement() {
     let (cold, cold_go, cold_join) = scratch_thread();
     let mut cfg = MonitorConfig::new(cpus.clone());
     cfg.ssc.migrate_back = false;
-    // The confinement itself, from the first round: the preset's baseline
-    // round on every core would confine nobody yet (tested below).
-    cfg.ssc.baseline_unconfined = false;
     let mut monitor = KernelMonitor::new(cfg, 1_000);
     // The quiet one first: a thread first seen after its program was
     // classified starts lock intensive (classification memory).
@@ -143,20 +140,4 @@ fn slices_begun_before_a_bound_change_do_not_vote() {
     );
     go.send(()).unwrap();
     join.join().unwrap();
-}
-
-#[test]
-fn the_search_begins_on_every_core() {
-    let cpus = crate::affinity::allowed_cpus();
-    let (hot, hot_go, hot_join) = scratch_thread();
-    let mut monitor = KernelMonitor::new(MonitorConfig::new(cpus.clone()), 1_000);
-    monitor.on_slice(&slice(hot, 2_000, 1_000_000, 400_000)); // 40% > T
-    monitor.apply(1_100_000);
-    assert_eq!(monitor.intensive_threads(), vec![hot]);
-    // The kernel preset's baseline round: the SSC is every core.
-    assert_eq!(monitor.controller().ssc_cores().to_vec(), cpus);
-    assert_eq!(get_thread_affinity(hot as i32).unwrap(), cpus);
-    monitor.restore();
-    hot_go.send(()).unwrap();
-    hot_join.join().unwrap();
 }

@@ -251,7 +251,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
     // Loaded before the spawn so that none of the child's early forks is
     // missed; a refusal stops here, before PROG starts.
     let kernel = if args.kernel_locks {
-        let k = prepare(&args.kernel)?;
+        let k = prepare(&args.kernel, args.max_ssc)?;
         k.before_spawn()?;
         Some(k)
     } else {
