@@ -7,7 +7,7 @@ use core::ffi::c_int;
 use core::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use corral_runtime::config::{RuntimeConfig, ENV_EVENTS, ENV_PARENT_PID};
+use corral_runtime::config::{RuntimeConfig, ENV_EVENTS, ENV_PARENT_PID_C};
 use corral_runtime::stats::StatsMap;
 use corral_runtime::{monitor, registry};
 
@@ -338,31 +338,10 @@ pub unsafe extern "C" fn pthread_create(
 
 /// The process `corral run` started (not a grandchild that inherited the
 /// environment): it alone writes the stats file and the decision log.
-/// [`ENV_PARENT_PID`] as a C string, for `getenv`.
-const PARENT_PID_VAR: &core::ffi::CStr = c"CORRAL_PARENT_PID";
-const _: () = assert!(bytes_eq(
-    PARENT_PID_VAR.to_bytes(),
-    ENV_PARENT_PID.as_bytes()
-));
-
-const fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
-}
-
 /// Read without allocating: it runs at every exec.
 fn is_root_process() -> bool {
     // SAFETY: a NUL-terminated name; getenv allocates nothing.
-    let raw = unsafe { libc::getenv(PARENT_PID_VAR.as_ptr()) };
+    let raw = unsafe { libc::getenv(ENV_PARENT_PID_C.as_ptr()) };
     if raw.is_null() {
         return false;
     }
@@ -417,6 +396,7 @@ extern "C" fn on_unload() {
         // allocate here (its parent's other threads may have held malloc's
         // lock at the clone). Only the process corral run started attaches
         // the profile, so the others skip the question.
+        // Relaxed: written by this process's own load.
         if ROOT.load(Ordering::Relaxed) && corral_runtime::lockprof::saves_maps() {
             // SAFETY: getpid has no preconditions.
             let pid = unsafe { libc::getpid() };

@@ -40,7 +40,13 @@ pub const ENV_CA_DEBUG: &str = "CORRAL_CA_DEBUG";
 pub const ENV_EVENTS: &str = "CORRAL_EVENTS";
 /// Pid of the `corral run` that started the program: its direct child is
 /// the observed root process.
-pub const ENV_PARENT_PID: &str = "CORRAL_PARENT_PID";
+pub const ENV_PARENT_PID: &str = match ENV_PARENT_PID_C.to_str() {
+    Ok(name) => name,
+    Err(_) => panic!("an ASCII name"),
+};
+/// [`ENV_PARENT_PID`] as a C string, for `getenv` where nothing may
+/// allocate (the preload reads it at every exec).
+pub const ENV_PARENT_PID_C: &core::ffi::CStr = c"CORRAL_PARENT_PID";
 /// The machine's CPU topology as `corral run` read it from sysfs once
 /// (`topology::encode`): every process under it starts its monitor
 /// without reading sysfs again (a dozen files per CPU).

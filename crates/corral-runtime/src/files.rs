@@ -276,6 +276,17 @@ mod tests {
     use std::io::{Read, Write};
     use std::os::unix::fs::symlink;
 
+    /// A forked child that exits at once; the caller reaps it (or not).
+    fn exiting_child() -> i32 {
+        // SAFETY: the child only calls _exit.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            // SAFETY: async-signal-safe exit of the forked child.
+            unsafe { libc::_exit(0) };
+        }
+        pid
+    }
+
     fn scratch(tag: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("corral-files-{tag}.{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
@@ -286,12 +297,7 @@ mod tests {
     #[test]
     fn a_zombies_files_are_stale() {
         let dir = scratch("zombie");
-        // SAFETY: the child only calls _exit.
-        let pid = unsafe { libc::fork() };
-        if pid == 0 {
-            // SAFETY: async-signal-safe exit of the forked child.
-            unsafe { libc::_exit(0) };
-        }
+        let pid = exiting_child();
         // Not reaped yet: a zombie, as under an init that never reaps.
         while exited_child_of(pid).is_none() {
             std::thread::yield_now();
@@ -448,12 +454,7 @@ mod tests {
     #[test]
     fn stale_scratch_of_a_dead_process_goes_and_links_and_live_ones_stay() {
         let base = scratch("scratch");
-        // SAFETY: the child only calls _exit.
-        let dead = unsafe { libc::fork() };
-        if dead == 0 {
-            // SAFETY: async-signal-safe exit of the forked child.
-            unsafe { libc::_exit(0) };
-        }
+        let dead = exiting_child();
         // SAFETY: reaps the child forked above.
         unsafe { libc::waitpid(dead, core::ptr::null_mut(), 0) };
         let me = std::process::id();

@@ -526,7 +526,7 @@ pub fn reset_after_fork() {
         s.watch.placement_seq.store(0, Ordering::Relaxed);
         s.applied.store(Placement::Unconfined, Ordering::Relaxed);
         s.gone.store(false, Ordering::Relaxed);
-        s.trail.head.store(0, Ordering::Relaxed);
+        s.trail.head.store(0, Ordering::Relaxed); // Relaxed: single-threaded here.
         s.wait.take();
     }
     CLAIMED.store(0, Ordering::Relaxed); // Relaxed: single-threaded here.
