@@ -1,6 +1,6 @@
 //! `libcorral_shim.so`: what `corral run` preloads into every process. It
 //! exports the pthread functions corral interposes, each a single
-//! `jmp *slot(%rip)`; a slot first leads to [`load::first_call`], which
+//! `jmp *slot(%rip)`; a slot first leads to a stub that
 //! `dlopen`s the full library (`libcorral_preload.so`, named by
 //! `CORRAL_SHIM_TARGET`) and points every slot into it. A process that
 //! never calls one of them (a shell, `/bin/true`: most of what a script
@@ -30,6 +30,8 @@ mod tls {
     // every thread, as the words' initial state wants).
     core::arch::global_asm!(
         ".pushsection .tbss.corral_shim_hot,\"awT\",@nobits",
+        // Global but hidden: the accessor may sit in another object file.
+        ".globl corral_shim_hot",
         ".hidden corral_shim_hot",
         ".type corral_shim_hot, @tls_object",
         ".size corral_shim_hot, 16",

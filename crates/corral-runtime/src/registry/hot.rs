@@ -61,10 +61,20 @@ mod imp {
     /// Runs `f` on the calling thread's [`Hot`].
     #[inline(always)]
     pub(in crate::registry) fn with<R>(f: impl FnOnce(&Hot) -> R) -> R {
-        // Relaxed: set once before any other thread exists in this
-        // library's use (constructor, or the shim's load); racing readers
-        // before it take the cold path to the same bytes.
-        let off = TPOFF.load(Ordering::Relaxed);
+        let off: isize;
+        // SAFETY: a plain 8-byte load of TPOFF (as a Relaxed atomic load:
+        // set once before any other thread runs this library's code, and
+        // readers before it take the cold path to the same bytes), named
+        // directly: a Rust access of a static of another crate of this
+        // library goes through the GOT, one load more on every lock.
+        unsafe {
+            core::arch::asm!(
+                "mov {off}, qword ptr [rip + {tpoff}]",
+                off = out(reg) off,
+                tpoff = sym TPOFF,
+                options(readonly, nostack, preserves_flags),
+            );
+        }
         let p = if off != 0 {
             (thread_pointer() + off) as *const Hot
         } else {
