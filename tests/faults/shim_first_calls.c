@@ -8,6 +8,13 @@
 // are C11 threads (glibc's thrd_create does not go through the
 // interposed pthread_create), so that the first interposed calls are
 // the lock calls of eight threads released together.
+// FAILS TODAY in its "thread" case: late-loaded, the full library's TLS is
+// dynamic, and glibc allocates a thread's block with malloc at its first
+// access, inside the thread's first lock call; a malloc that locks a
+// pthread mutex re-enters corral, which touches the TLS again: unbounded
+// recursion, SIGSEGV (jemalloc-linked threaded programs would do this).
+// The fix: no lazily allocated TLS on lock paths (per-thread state reached
+// from the shim's static TLS words, or in them).
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
