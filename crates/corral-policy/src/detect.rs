@@ -62,6 +62,13 @@ pub fn wait_share(lock_wait: Nanos, slice_len: Nanos) -> f64 {
     (lock_wait as f64 / slice_len as f64).min(1.0)
 }
 
+/// The wait share [`qualifies`] tests: over the longer of the slice's CPU
+/// time and its wall span (`wall_len`, 0 where the two are one).
+#[inline]
+pub fn span_share(lock_wait: Nanos, slice_len: Nanos, wall_len: Nanos) -> f64 {
+    wait_share(lock_wait, slice_len.max(wall_len))
+}
+
 /// Does this slice, with `waits` contended acquisitions, qualify its
 /// thread as lock intensive? (Paper 1, Alg. 3 line 5: `acc_lock_time > T x
 /// slice_len`; with [`DetectParams::handoff_ns`], also `waits x handoff >
@@ -308,6 +315,8 @@ mod tests {
         );
         assert!(qualifies(&p, 11, 0, 100, 0));
         assert!(!qualifies(&p, 11, 0, 100, 200), "over the wall span");
+        assert!((span_share(11, 100, 200) - 0.055).abs() < 1e-12);
+        assert!((span_share(11, 100, 0) - 0.11).abs() < 1e-12);
         assert!(is_quiet(&p, 4, 100));
         assert!(!is_quiet(&p, 5, 100));
     }

@@ -376,11 +376,12 @@ impl Monitor {
         let lock_wait = ticks_to_ns(track.window_wait_ticks);
         let waits = core::mem::take(&mut track.window_waits);
         let realtime = self.ctrl.is_some() && corral_locks::sys::sched::is_realtime(track.tid);
-        let share = corral_policy::detect::wait_share(lock_wait, slice_len);
+        let wall_len = now.saturating_sub(track.window_wall_start);
+        // The share the policy qualifies on: over the window's wall span.
+        let share = corral_policy::detect::span_share(lock_wait, slice_len, wall_len);
         track.last_share_ppm = (share * 1e6) as u32;
         track.slices += 1;
         track.window_cpu_start += slice_len;
-        let wall_len = now.saturating_sub(track.window_wall_start);
         track.window_wall_start = now;
         track.window_wait_ticks = 0;
         let Some(ctrl) = &self.ctrl else { return };
