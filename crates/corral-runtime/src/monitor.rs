@@ -61,6 +61,8 @@ struct Track {
     tid: i32,
     policy: ThreadPolicyState,
     window_cpu_start: u64,
+    /// When the open window began (monitor clock): its wall span.
+    window_wall_start: u64,
     window_wait_ticks: u64,
     /// Contended acquisitions in the open window.
     window_waits: u64,
@@ -75,11 +77,18 @@ struct Track {
 }
 
 impl Track {
-    fn new(tid: i32, policy: ThreadPolicyState, cpu_start: u64, attempts: u64, gone: bool) -> Self {
+    fn new(
+        tid: i32,
+        policy: ThreadPolicyState,
+        (cpu_start, wall_start): (u64, u64),
+        attempts: u64,
+        gone: bool,
+    ) -> Self {
         Track {
             tid,
             policy,
             window_cpu_start: cpu_start,
+            window_wall_start: wall_start,
             window_wait_ticks: 0,
             window_waits: 0,
             cpu_ns: cpu_start,
@@ -298,8 +307,13 @@ impl Monitor {
         let i = slot;
         let tid = sample.tid;
         while self.tracks.len() <= i {
-            self.tracks
-                .push(Track::new(0, ThreadPolicyState::unregistered(), 0, 0, true));
+            self.tracks.push(Track::new(
+                0,
+                ThreadPolicyState::unregistered(),
+                (0, 0),
+                0,
+                true,
+            ));
         }
         if self.tracks[i].tid != tid {
             // Only a new thread needs its key: it costs a /proc read.
@@ -311,7 +325,7 @@ impl Monitor {
                 .map_or(old_policy, |c| c.register_thread(key, now));
             // A reused slot's attempt count starts from its old value.
             let cpu_start = sample.cpu_ns.unwrap_or(0);
-            self.tracks[i] = Track::new(tid, policy, cpu_start, sample.attempts, false);
+            self.tracks[i] = Track::new(tid, policy, (cpu_start, now), sample.attempts, false);
         }
         let track = &mut self.tracks[i];
         if track.gone {
@@ -362,10 +376,13 @@ impl Monitor {
         let lock_wait = ticks_to_ns(track.window_wait_ticks);
         let waits = core::mem::take(&mut track.window_waits);
         let realtime = self.ctrl.is_some() && corral_locks::sys::sched::is_realtime(track.tid);
-        let share = corral_policy::detect::wait_share(lock_wait, slice_len);
+        let wall_len = now.saturating_sub(track.window_wall_start);
+        // The share the policy qualifies on: over the window's wall span.
+        let share = corral_policy::detect::span_share(lock_wait, slice_len, wall_len);
         track.last_share_ppm = (share * 1e6) as u32;
         track.slices += 1;
         track.window_cpu_start += slice_len;
+        track.window_wall_start = now;
         track.window_wait_ticks = 0;
         let Some(ctrl) = &self.ctrl else { return };
         // Where the thread runs is known only as its placement: an SSC
@@ -377,6 +394,7 @@ impl Monitor {
         let obs = SliceObs {
             core,
             slice_len,
+            wall_len,
             lock_wait,
             waits,
             realtime,

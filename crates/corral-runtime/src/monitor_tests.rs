@@ -52,14 +52,14 @@ fn a_waiting_thread_qualifies_and_is_placed_on_the_ssc_and_others_on_the_rest() 
         None,
         Some(EventLog::create(&path).unwrap()),
     );
-    let (hot_tid, hot, hot_go, hot_join) = thread_with_share(900_000, 2_000_000);
+    let (hot_tid, hot, hot_go, hot_join) = thread_with_share(1_900_000, 2_000_000);
     let (_, cold, cold_go, cold_join) = thread_with_share(0, 2_000_000);
     m.tick(); // both threads seen: windows open
     hot_go.send(()).unwrap();
     cold_go.send(()).unwrap();
     // Each thread burns its CPU, records its waits and parks again.
-    // Every wait recorded (900 of 1 us), not only the first.
-    while registry::slot(hot).wait.snapshot().1 < 900 {
+    // Every wait recorded (1,900 of 1 us: over 10% of a wall span up to 19 ms), not only the first.
+    while registry::slot(hot).wait.snapshot().1 < 1_900 {
         std::thread::yield_now();
     }
     while crate::waiting::cpu_ns_of(registry::slot(cold).tid.load(Ordering::Relaxed)).unwrap_or(0)
@@ -106,4 +106,53 @@ fn waits_that_qualify_nobody_let_the_monitor_back_off() {
     assert_eq!(Pace::of(true, true, true), Pace::Searching);
     // Placed and settled: the adaptation check every few ticks.
     assert_eq!(Pace::of(true, true, false), Pace::Settled);
+}
+
+/// Two samples of thread `tid` in slot `slot`: at 0 (its window opens) and
+/// at `wall_ns`, after `cpu_ns` of CPU time and `wait_ns` of lock waiting
+/// in 500 waits. Returns where the monitor places it.
+fn one_slice(
+    m: &mut Monitor,
+    slot: usize,
+    tid: i32,
+    cpu_ns: u64,
+    wall_ns: u64,
+    wait_ns: u64,
+) -> Observed {
+    let sample = |cpu, wait_ticks, waits| ThreadSample {
+        tid,
+        cpu_ns: Some(cpu),
+        wait_ticks,
+        waits,
+        attempts: 0,
+        applied: Placement::Unconfined,
+    };
+    m.observe(slot, sample(0, 0, 0), 0, 0.0);
+    let wait = corral_locks::wait::ns_to_ticks(wait_ns);
+    m.observe(
+        slot,
+        sample(cpu_ns, wait, 500),
+        wall_ns,
+        wall_ns as f64 / 1e6,
+    )
+}
+
+#[test]
+fn the_wait_share_is_over_the_window_s_wall_span() {
+    let ms = 1_000_000;
+    let cfg = RuntimeConfig {
+        policy: Policy::Lca,
+        slice_ns: ms,
+        ..RuntimeConfig::default()
+    };
+    let mut m = Monitor::new(cfg, vec![0, 1], None, None);
+    // 1 ms on the CPU in 10 ms, 0.5 ms of it waiting for a lock, the rest
+    // asleep on a condition variable (git grep's producer): 5% of the
+    // wall span, though half its CPU time.
+    let sleeper = one_slice(&mut m, 0, 1_000_001, ms, 10 * ms, ms / 2);
+    assert_eq!(sleeper, Observed::Placed(Placement::Unconfined));
+    assert_eq!(m.controller().unwrap().lock_intensive(), 0);
+    // 1 ms on the CPU in 1.6 ms, 1 ms waiting: 62% of its wall span.
+    let waiter = one_slice(&mut m, 1, 1_000_002, ms, ms * 16 / 10, ms);
+    assert_eq!(waiter, Observed::Placed(Placement::Ssc));
 }

@@ -184,6 +184,7 @@ impl SimPolicy for Lca {
             slice_len: run_ns,
             lock_wait: wait_ns,
             waits: 0,
+            wall_len: 0,
             realtime: false,
         };
         // The action is read back through `allowed` (migrate-back) and

@@ -205,7 +205,13 @@ impl SscController {
         match thread.is_mig {
             MigState::General => {
                 if obs.realtime
-                    || !qualifies(&self.params.detect, obs.lock_wait, obs.waits, obs.slice_len)
+                    || !qualifies(
+                        &self.params.detect,
+                        obs.lock_wait,
+                        obs.waits,
+                        obs.slice_len,
+                        obs.wall_len,
+                    )
                 {
                     thread.quiet.observe_general(&self.params.detect);
                 } else {

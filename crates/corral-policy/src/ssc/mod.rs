@@ -114,8 +114,14 @@ impl ThreadPolicyState {
 pub struct SliceObs {
     /// The core the slice ran on.
     pub core: CoreId,
-    /// The slice's length (`D_i`).
+    /// The slice's length (`D_i`): its CPU time where slices are counted in
+    /// CPU time (the runtime), else its on-CPU interval.
     pub slice_len: Nanos,
+    /// The wall-clock time the slice spanned, off-CPU time included; 0
+    /// where slices are on-CPU intervals (the kernel monitor, the
+    /// simulator), which counts as `slice_len`. Qualification measures the
+    /// wait share over it ([`crate::detect::qualifies`]).
+    pub wall_len: Nanos,
     /// Time spent waiting to acquire locks during it (`sum_j W_ij`).
     pub lock_wait: Nanos,
     /// Acquisitions that had to wait during it (read only where
@@ -415,6 +421,7 @@ mod tests {
                             slice_len: 1_000_000,
                             lock_wait: 300_000,
                             waits: 0,
+                            wall_len: 0,
                             realtime: false,
                         };
                         ctl.on_slice_end(&mut thread, obs, now + 1_000);
