@@ -311,6 +311,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
         outcome.stats.as_ref(),
         outcome.maps.as_deref(),
         log,
+        args.report.is_some() || (!args.quiet && args.top_locks > 0),
     );
     if let Some(k) = &kernel_report {
         let user = std::mem::take(&mut report.locks);

@@ -203,6 +203,7 @@ pub(crate) fn build_report(
     stats: Option<&StatsSnapshot>,
     maps: Option<&str>,
     log: LogSummary,
+    name_locks: bool,
 ) -> RunReport {
     let threads = stats
         .map(|s| {
@@ -235,7 +236,10 @@ pub(crate) fn build_report(
         settle: Settle::of(&progress),
         progress,
         lock_profile: stats.is_some_and(|s| s.lock_profile),
+        // Naming reads every mapped binary's symbols: tens of milliseconds
+        // after PROG's exit, paid only where a table or report shows them.
         locks: stats
+            .filter(|_| name_locks)
             .map(|s| crate::cmd::locks::lock_reports(s, maps))
             .unwrap_or_default(),
         timeline: Vec::new(),
