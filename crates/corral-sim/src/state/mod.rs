@@ -146,6 +146,9 @@ struct Task {
     on_core: bool,
     phase: Phase,
     program: u32,
+    /// Its planted group, `t % groups`, kept: a division on every step
+    /// end was the slowest instruction of the hot path.
+    group: u32,
     step: u32,
     /// `programs[program][step]`, copied when the step changes: read on
     /// every event.
@@ -434,7 +437,9 @@ impl<P: SimPolicy + ?Sized> State<'_, P> {
 
     #[inline]
     fn ns(&self, cycles: f64) -> u64 {
-        (cycles * self.ns_per_cycle) as u64
+        // Through i64: x86-64 converts to signed in one instruction, to u64
+        // in six; simulated times stay far below 2^63 ns, so the same value.
+        (cycles * self.ns_per_cycle).max(0.0) as i64 as u64
     }
 
     /// A duration around `mean`, drawn by the workload's distribution.
@@ -455,7 +460,8 @@ impl<P: SimPolicy + ?Sized> State<'_, P> {
     /// Index in `programs` of `t`'s current program, for its group.
     #[inline]
     fn program_of(&self, t: u32) -> usize {
-        (self.tasks[t as usize].program * self.groups + t % self.groups) as usize
+        let task = &self.tasks[t as usize];
+        (task.program * self.groups + task.group) as usize
     }
 
     /// The lock of `t`'s current step, for a task trying, waiting for or
