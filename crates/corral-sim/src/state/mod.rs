@@ -78,33 +78,40 @@ pub(crate) enum Event {
 /// What a core is doing, for the time and energy accounts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Activity {
-    Idle,
+    Idle = 0,
     /// Non-critical work (context switch and migration costs included).
-    Work,
+    Work = 1,
     /// Inside a critical section, handoff included.
-    Critical,
-    Spin,
+    Critical = 2,
+    Spin = 3,
 }
 
-/// Core-cycles spent in each [`Activity`], summed over all cores.
+/// Core-cycles spent in each [`Activity`], summed over all cores, indexed
+/// by it: the account to add to is chosen without a branch.
 #[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct CoreTime {
-    pub(crate) idle: f64,
-    pub(crate) work: f64,
-    pub(crate) critical: f64,
-    pub(crate) spin: f64,
-}
+pub(crate) struct CoreTime([f64; 4]);
 
 impl CoreTime {
     #[inline]
     fn add(&mut self, act: Activity, cycles: f64) {
-        let slot = match act {
-            Activity::Idle => &mut self.idle,
-            Activity::Work => &mut self.work,
-            Activity::Critical => &mut self.critical,
-            Activity::Spin => &mut self.spin,
-        };
-        *slot += cycles;
+        self.0[act as usize] += cycles;
+    }
+
+    pub(crate) fn idle(&self) -> f64 {
+        self.0[Activity::Idle as usize]
+    }
+
+    /// Non-critical work.
+    pub(crate) fn work(&self) -> f64 {
+        self.0[Activity::Work as usize]
+    }
+
+    pub(crate) fn critical(&self) -> f64 {
+        self.0[Activity::Critical as usize]
+    }
+
+    pub(crate) fn spin(&self) -> f64 {
+        self.0[Activity::Spin as usize]
     }
 }
 
