@@ -62,6 +62,24 @@ pub fn wait_share(lock_wait: Nanos, slice_len: Nanos) -> f64 {
     (lock_wait as f64 / slice_len as f64).min(1.0)
 }
 
+/// Wall span, in slices, after which a thread's accounting window closes
+/// however little CPU time it held.
+pub const WALL_SLICES: u64 = 4;
+
+/// Is a thread's accounting window over: `slice_ns` of CPU time (paper 1's
+/// slice), or, for a thread not yet lock intensive (`general`),
+/// [`WALL_SLICES`] slices of wall time? A waiter asleep on a lock runs
+/// little: with 64 such threads on 2 cores, a CPU slice each took 126 ms of
+/// wall time to come, and qualification waited for it; over the wall span
+/// the sleeper's share is as clear after a few milliseconds. A placed
+/// thread keeps CPU slices: its votes and quiet streak are paper 1's, and
+/// on a crowded SSC a thread waiting for the CPU records no lock wait, so
+/// wall windows would make it look quiet.
+#[inline]
+pub fn window_over(slice_ns: Nanos, cpu_len: Nanos, wall_len: Nanos, general: bool) -> bool {
+    cpu_len >= slice_ns || general && wall_len >= WALL_SLICES.saturating_mul(slice_ns)
+}
+
 /// The wait share [`qualifies`] tests: over the longer of the slice's CPU
 /// time and its wall span (`wall_len`, 0 where the two are one).
 #[inline]

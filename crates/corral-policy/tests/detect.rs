@@ -216,3 +216,20 @@ fn the_controller_qualifies_over_the_wall_span() {
     assert_eq!(out.action, ThreadAction::Qualified, "60% of its wall span");
     assert_eq!(waiter.is_mig, MigState::QualifyToMigrate);
 }
+
+#[test]
+fn a_window_closes_on_a_cpu_slice_or_four_slices_of_wall_time_until_placed() {
+    use corral_policy::detect::{window_over, WALL_SLICES};
+    let slice = 1_000_000;
+    assert!(!window_over(
+        slice,
+        slice - 1,
+        WALL_SLICES * slice - 1,
+        true
+    ));
+    assert!(window_over(slice, slice, 0, true));
+    assert!(window_over(slice, 0, WALL_SLICES * slice, true));
+    // A placed thread's windows are CPU slices only.
+    assert!(!window_over(slice, slice - 1, 100 * slice, false));
+    assert!(window_over(slice, slice, 0, false));
+}

@@ -299,7 +299,8 @@ impl Monitor {
 
     /// One thread's sample at `now` (ns since the monitor started): its
     /// counters, its accounting window (closed into a slice once it holds
-    /// `slice_ns` of CPU time) and its placement (Algorithm 2 from the
+    /// `slice_ns` of CPU time or spans a few slices of wall time, see
+    /// [`corral_policy::detect::window_over`]) and its placement (Algorithm 2 from the
     /// monitor). `slot` names the thread's registry slot; a new `tid` there
     /// is a new thread. The live monitor samples the registry; tests pass
     /// synthetic samples.
@@ -351,7 +352,9 @@ impl Monitor {
         };
         track.cpu_ns = cpu;
         let slice_len = cpu.saturating_sub(track.window_cpu_start);
-        if slice_len >= self.cfg.slice_ns {
+        let wall_len = now.saturating_sub(track.window_wall_start);
+        let general = track.policy.is_mig == corral_policy::ssc::MigState::General;
+        if corral_policy::detect::window_over(self.cfg.slice_ns, slice_len, wall_len, general) {
             self.close_window(i, slice_len, sample.applied, now, t_ms);
         }
         match self.place(i, now) {

@@ -55,10 +55,11 @@ fn a_waiting_thread_qualifies_and_is_placed_on_the_ssc_and_others_on_the_rest() 
     let (hot_tid, hot, hot_go, hot_join) = thread_with_share(1_900_000, 2_000_000);
     let (_, cold, cold_go, cold_join) = thread_with_share(0, 2_000_000);
     m.tick(); // both threads seen: windows open
+    let opened = std::time::Instant::now();
     hot_go.send(()).unwrap();
     cold_go.send(()).unwrap();
     // Each thread burns its CPU, records its waits and parks again.
-    // Every wait recorded (1,900 of 1 us: over 10% of a wall span up to 19 ms), not only the first.
+    // Every wait recorded, not only the first.
     while registry::slot(hot).wait.snapshot().1 < 1_900 {
         std::thread::yield_now();
     }
@@ -67,6 +68,13 @@ fn a_waiting_thread_qualifies_and_is_placed_on_the_ssc_and_others_on_the_rest() 
     {
         std::thread::yield_now();
     }
+    // Qualification is over the window's wall span, which a loaded machine
+    // stretches past 19 ms: the hot thread (parked now, so no other
+    // writer) also waited the whole span, as a sleeper on a lock does.
+    let span = opened.elapsed().as_nanos() as u64;
+    registry::slot(hot)
+        .wait
+        .record(corral_locks::wait::ns_to_ticks(span));
     m.tick();
     assert_eq!(
         registry::slot(hot).want.load(Ordering::Relaxed),
@@ -155,4 +163,26 @@ fn the_wait_share_is_over_the_window_s_wall_span() {
     // 1 ms on the CPU in 1.6 ms, 1 ms waiting: 62% of its wall span.
     let waiter = one_slice(&mut m, 1, 1_000_002, ms, ms * 16 / 10, ms);
     assert_eq!(waiter, Observed::Placed(Placement::Ssc));
+}
+
+#[test]
+fn a_waiter_asleep_on_a_lock_qualifies_after_a_wall_window_with_little_cpu() {
+    let ms = 1_000_000;
+    let cfg = RuntimeConfig {
+        policy: Policy::Lca,
+        slice_ns: ms,
+        ..RuntimeConfig::default()
+    };
+    let mut m = Monitor::new(cfg.clone(), vec![0, 1], None, None);
+    // 0.1 ms on the CPU in 3 ms, asleep on the lock the rest: the window
+    // is not over yet (neither a CPU slice nor four slices of wall time).
+    let early = one_slice(&mut m, 0, 1_000_003, ms / 10, 3 * ms, 2 * ms);
+    assert_eq!(early, Observed::Placed(Placement::Unconfined));
+    assert_eq!(m.controller().unwrap().lock_intensive(), 0);
+    // 0.1 ms on the CPU in 4 ms, 3.5 ms asleep on the lock: one of 64
+    // oversubscribed waiters. The wall window closes and the thread
+    // qualifies without waiting for a millisecond of CPU.
+    let mut m = Monitor::new(cfg, vec![0, 1], None, None);
+    let parked = one_slice(&mut m, 0, 1_000_004, ms / 10, 4 * ms, ms * 35 / 10);
+    assert_eq!(parked, Observed::Placed(Placement::Ssc));
 }
