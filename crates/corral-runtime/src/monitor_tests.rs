@@ -173,7 +173,7 @@ fn a_waiter_asleep_on_a_lock_qualifies_after_a_wall_window_with_little_cpu() {
         slice_ns: ms,
         ..RuntimeConfig::default()
     };
-    let mut m = Monitor::new(cfg.clone(), vec![0, 1], None, None);
+    let mut m = Monitor::new(cfg, vec![0, 1], None, None);
     // 0.1 ms on the CPU in 3 ms, asleep on the lock the rest: the window
     // is not over yet (neither a CPU slice nor four slices of wall time).
     let early = one_slice(&mut m, 0, 1_000_003, ms / 10, 3 * ms, 2 * ms);
