@@ -21,7 +21,7 @@
 //! and [`SscController::on_slice_end`] when it ends;
 //! [`SscController::unregister_thread`] at exit. Optionally,
 //! [`SscController::observe_progress`] with lock acquisitions completed by
-//! lock-intensive threads, so the search compares measured throughput.
+//! the program's threads, so the search compares measured throughput.
 //! Globally, from a monitor:
 //! [`SscController::tick`] for the timer and [`SscController::on_ssc_load`]
 //! for growth on load. Where a thread runs is [`SscController::placement`]
@@ -198,6 +198,9 @@ pub struct SscController {
     load_floor: AtomicU32,
     /// p of the last determination, as f64 bits (migrate-back compares with it).
     last_p: AtomicU64,
+    /// The search's baseline progress per ms on every core, as f64 bits; 0
+    /// while it has none (see `far_below_baseline`).
+    baseline_rate: AtomicU64,
     memory: ClassMemory,
     voting: Mutex<Voting>,
 }
@@ -325,6 +328,8 @@ impl SscController {
         if let Phase::Refine(refine) = voting.search.phase {
             decision.climbing = refine.streak;
         }
+        let baseline = voting.search.unconfined_thro.unwrap_or(0.0);
+        self.baseline_rate.store(baseline.to_bits(), HINT);
         decision
     }
 
