@@ -127,9 +127,16 @@ fn rows_no_longer_than_ts_keep_the_kernel_default_slice() {
     // Factor 0.95 (Table I: 10 ms) then 0.88 (20 ms, within the range): no longer than TS's
     // shortest quantum, so the kernel's default slice stays.
     let d = ff.observe(0.0, 0.05);
-    assert_eq!((d.quantum_ms, d.slice, d.slice.runtime_ns()), (10, FfSlice::Default, 0));
+    assert_eq!(
+        (d.quantum_ms, d.slice, d.slice.runtime_ns()),
+        (10, FfSlice::Default, 0)
+    );
     let d = ff.observe(0.0, 0.12);
-    assert_eq!((d.quantum_ms, d.slice), (10, FfSlice::Default), "within the range");
+    assert_eq!(
+        (d.quantum_ms, d.slice),
+        (10, FfSlice::Default),
+        "within the range"
+    );
     let d = ff.observe(0.0, 0.31);
     assert_eq!((d.quantum_ms, d.slice), (50, FfSlice::Ms { ms: 50 }));
     assert_eq!(d.slice.runtime_ns(), 50_000_000);

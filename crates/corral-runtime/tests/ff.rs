@@ -127,7 +127,10 @@ fn quantum_is_read_back_from_every_thread_and_moves_only_beyond_the_range() {
     // Phase 2: contention 0.12 -> factor 0.88 -> Table I's 20 ms, no longer
     // than TS's shortest quantum: every thread back at the kernel's default.
     let p = ff.period_with(3000.0, &tasks, contention(0.12)).clone();
-    assert_eq!((p.quantum_ms, p.changed, p.slice), (20, true, FfSlice::Default));
+    assert_eq!(
+        (p.quantum_ms, p.changed, p.slice),
+        (20, true, FfSlice::Default)
+    );
     let default_ns = kernel_default_slice_ns();
     assert_eq!(p.threads_at_slice as usize, tasks.len());
     for (tid, slice, _) in read_all(pid) {

@@ -96,7 +96,10 @@ fn ff_without_a_pmu_says_so_in_one_line_and_reports_null_not_zero() {
         .unwrap();
     assert!(out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    let said = err.lines().filter(|l| l.contains("no LLC miss ratio")).count();
+    let said = err
+        .lines()
+        .filter(|l| l.contains("no LLC miss ratio"))
+        .count();
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     std::fs::remove_file(&report).unwrap();

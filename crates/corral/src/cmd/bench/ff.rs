@@ -212,6 +212,23 @@ fn count_arg(app: App, threads: u32) -> u32 {
     }
 }
 
+/// The command line for one run: a program that takes work in runs
+/// (`git grep`) runs them all under one shell, so that FF, which follows
+/// children, profiles them as one program.
+fn ff_argv(fx: &Fixture, app: App, threads: u32, work: u64) -> Vec<std::ffi::OsString> {
+    let (runs, per_run) = app.runs(work);
+    let one = app.argv(fx, count_arg(app, threads), per_run);
+    if runs == 1 {
+        return one;
+    }
+    let lp = r#"n=$1; shift; i=0; while [ "$i" -lt "$n" ]; do "$@" || exit; i=$((i+1)); done"#;
+    let mut v: Vec<std::ffi::OsString> =
+        ["sh", "-c", lp, "sh"].into_iter().map(Into::into).collect();
+    v.push(runs.to_string().into());
+    v.extend(one);
+    v
+}
+
 /// Runs `app` once under corral's library (policy none), with FF on it
 /// when `ff`. Its switches are the reaped children's: alone, its own.
 fn run_one(
@@ -229,7 +246,7 @@ fn run_one(
         policy: Policy::None,
         ..RuntimeConfig::default()
     };
-    let argv = app.argv(fx, count_arg(app, threads), work);
+    let argv = ff_argv(fx, app, threads, work);
     let out = if app.reads_stdout() {
         Output::Capture
     } else {
@@ -259,7 +276,13 @@ fn run_one(
     let last = report
         .as_ref()
         .and_then(|r| r.programs.first())
-        .and_then(|p| p.periods.iter().rev().find(|x| x.threads > 1).or(p.periods.last()));
+        .and_then(|p| {
+            p.periods
+                .iter()
+                .rev()
+                .find(|x| x.threads > 1)
+                .or(p.periods.last())
+        });
     Ok((
         Run {
             throughput: done.units / done.seconds.max(1e-9),
@@ -486,7 +509,16 @@ pub(crate) fn run(args: &BenchFfArgs) -> Result<BenchFfReport, CliError> {
     let mut pairs = Vec::new();
     if !args.no_pairs {
         for w in apps.windows(2) {
-            pairs.push(pair(&fx, &lib, [w[0], w[1]], cores, args, &arms, params, seed)?);
+            pairs.push(pair(
+                &fx,
+                &lib,
+                [w[0], w[1]],
+                cores,
+                args,
+                &arms,
+                params,
+                seed,
+            )?);
         }
     }
     let mut sim = Vec::new();

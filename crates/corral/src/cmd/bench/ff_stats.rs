@@ -147,10 +147,16 @@ mod tests {
         assert_eq!(Change::judge(&base, &s(&[90.0, 85.0, 99.0])), Change::Same);
         // Apart and 10% down: a loss; apart but 3% up: still the same.
         assert_eq!(Change::judge(&base, &s(&[90.0, 89.0, 91.0])), Change::Lower);
-        assert_eq!(Change::judge(&base, &s(&[105.0, 104.0, 105.5])), Change::Same);
+        assert_eq!(
+            Change::judge(&base, &s(&[105.0, 104.0, 105.5])),
+            Change::Same
+        );
         let icx = (s(&[1000.0, 900.0, 1100.0]), s(&[100.0, 90.0, 120.0]));
         let v = Verdict::of((&base, &icx.0), (&s(&[200.0, 190.0, 210.0]), &icx.1));
-        assert_eq!((v.throughput, v.involuntary), (Change::Higher, Change::Lower));
+        assert_eq!(
+            (v.throughput, v.involuntary),
+            (Change::Higher, Change::Lower)
+        );
         assert_eq!(v.word(), "gain, icx cut");
         assert!((v.throughput_ratio - 2.0).abs() < 1e-9);
     }

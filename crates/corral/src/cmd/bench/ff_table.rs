@@ -31,13 +31,7 @@ fn quantum(r: &Run) -> String {
 }
 
 fn range(s: &Spread, digits: usize) -> String {
-    format!(
-        "{:.d$} ({:.d$}-{:.d$})",
-        s.median,
-        s.min,
-        s.max,
-        d = digits
-    )
+    format!("{:.d$} ({:.d$}-{:.d$})", s.median, s.min, s.max, d = digits)
 }
 
 fn arm_line(o: &mut String, lead: &str, a: &ArmRuns) {

@@ -69,9 +69,8 @@ pub(crate) fn run(cmd: BenchCommand) -> Result<(), CliError> {
         BenchCommand::Ff(args) => {
             let report = ff::run(&args)?;
             if let Some(path) = &args.report {
-                std::fs::write(path, serde_json::to_string_pretty(&report)? + "\n").map_err(
-                    |e| CliError(format!("--report {}: {e}", path.display())),
-                )?;
+                std::fs::write(path, serde_json::to_string_pretty(&report)? + "\n")
+                    .map_err(|e| CliError(format!("--report {}: {e}", path.display())))?;
             }
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&report)?);

@@ -295,7 +295,12 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
                 k.spawned(pid);
             }
             if faithful {
-                *ff.borrow_mut() = start_ff(pid, args.ff_period_ms, args.ff_keep_default_up_to_ms, args.quiet);
+                *ff.borrow_mut() = start_ff(
+                    pid,
+                    args.ff_period_ms,
+                    args.ff_keep_default_up_to_ms,
+                    args.quiet,
+                );
             }
         },
     )?;
