@@ -50,10 +50,16 @@ fn arm_line(o: &mut String, lead: &str, a: &ArmRuns) {
         ),
         None => ("".into(), "".into(), ""),
     };
-    let not_fair = last
+    let mut not_fair = last
         .and_then(|r| r.threads_not_fair)
         .filter(|&n| n > 0)
         .map_or(String::new(), |n| format!(" ({n} rt thr left alone)"));
+    // A run that ended inside FF's first period was never profiled: said,
+    // not dropped, so the medians stay unbiased.
+    let acted = a.runs.iter().filter(|r| r.quantum_ms.is_some()).count();
+    if a.verdict.is_some() && acted < a.runs.len() {
+        not_fair += &format!(" (FF acted in {acted}/{} runs)", a.runs.len());
+    }
     let _ = writeln!(
         o,
         "{lead:<27} {:<10} {:>26} {:>6} {:>24} {:>6} {:>9} {:>13} {:>5} {verdict}{not_fair}",
