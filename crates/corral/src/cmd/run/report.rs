@@ -2,6 +2,7 @@
 //! time and every decision, as `--report`'s JSON and as the summary line.
 
 use corral_locks::Algorithm;
+use corral_policy::faithful::FfSlice;
 use corral_runtime::config::{Policy, RuntimeConfig};
 use corral_runtime::events::Event;
 use corral_runtime::faithful::FfReport;
@@ -347,7 +348,15 @@ pub(crate) fn ff_summary(ff: &FfReport) -> Vec<String> {
                 .periods
                 .iter()
                 .filter(|x| x.changed)
-                .map(|x| format!("{} ms (factor {:.2})", x.quantum_ms, x.scaling_factor))
+                .map(|x| match x.slice {
+                    FfSlice::Default => format!(
+                        "{} ms: kernel default slice (factor {:.2})",
+                        x.quantum_ms, x.scaling_factor
+                    ),
+                    FfSlice::Ms { .. } => {
+                        format!("{} ms (factor {:.2})", x.quantum_ms, x.scaling_factor)
+                    }
+                })
                 .collect();
             let (vol, invol) = p
                 .periods
@@ -368,7 +377,13 @@ pub(crate) fn ff_summary(ff: &FfReport) -> Vec<String> {
                 last.threads,
                 vol,
                 invol
-            )
+            ) + &match last.threads_not_fair {
+                0 => String::new(),
+                n => format!(
+                    "; {n} threads in a real-time, batch or idle class (the program's choice) \
+                     left alone"
+                ),
+            }
         })
         .collect()
 }
