@@ -145,15 +145,20 @@ fn one_slice(
     )
 }
 
+/// A monitor placing by policy lca on CPUs 0 and 1, slices of `slice_ns`.
+fn lca_monitor(slice_ns: u64) -> Monitor {
+    let cfg = RuntimeConfig {
+        policy: Policy::Lca,
+        slice_ns,
+        ..RuntimeConfig::default()
+    };
+    Monitor::new(cfg, vec![0, 1], None, None)
+}
+
 #[test]
 fn the_wait_share_is_over_the_window_s_wall_span() {
     let ms = 1_000_000;
-    let cfg = RuntimeConfig {
-        policy: Policy::Lca,
-        slice_ns: ms,
-        ..RuntimeConfig::default()
-    };
-    let mut m = Monitor::new(cfg, vec![0, 1], None, None);
+    let mut m = lca_monitor(ms);
     // 1 ms on the CPU in 10 ms, 0.5 ms of it waiting for a lock, the rest
     // asleep on a condition variable (git grep's producer): 5% of the
     // wall span, though half its CPU time.
@@ -168,12 +173,7 @@ fn the_wait_share_is_over_the_window_s_wall_span() {
 #[test]
 fn a_waiter_asleep_on_a_lock_qualifies_after_a_wall_window_with_little_cpu() {
     let ms = 1_000_000;
-    let cfg = RuntimeConfig {
-        policy: Policy::Lca,
-        slice_ns: ms,
-        ..RuntimeConfig::default()
-    };
-    let mut m = Monitor::new(cfg, vec![0, 1], None, None);
+    let mut m = lca_monitor(ms);
     // 0.1 ms on the CPU in 3 ms, asleep on the lock the rest: the window
     // is not over yet (neither a CPU slice nor four slices of wall time).
     let early = one_slice(&mut m, 0, 1_000_003, ms / 10, 3 * ms, 2 * ms);
@@ -182,7 +182,7 @@ fn a_waiter_asleep_on_a_lock_qualifies_after_a_wall_window_with_little_cpu() {
     // 0.1 ms on the CPU in 4 ms, 3.5 ms asleep on the lock: one of 64
     // oversubscribed waiters. The wall window closes and the thread
     // qualifies without waiting for a millisecond of CPU.
-    let mut m = Monitor::new(cfg, vec![0, 1], None, None);
+    let mut m = lca_monitor(ms);
     let parked = one_slice(&mut m, 0, 1_000_004, ms / 10, 4 * ms, ms * 35 / 10);
     assert_eq!(parked, Observed::Placed(Placement::Ssc));
 }
