@@ -48,6 +48,7 @@ impl Bench {
                     slice_len: SLICE,
                     lock_wait: SLICE,
                     waits: 0,
+                    wall_len: 0,
                     realtime: false,
                 },
                 0,
@@ -82,6 +83,7 @@ impl Bench {
             slice_len: SLICE,
             lock_wait: (share * SLICE as f64) as Nanos,
             waits: 0,
+            wall_len: 0,
             realtime: false,
         };
         black_box(self.ctl.on_slice_end(thread, obs, self.now))
@@ -109,6 +111,7 @@ fn slice_end(c: &mut Criterion) {
         slice_len: SLICE,
         lock_wait: SLICE / 3,
         waits: 0,
+        wall_len: 0,
         realtime: false,
     };
     c.bench_function("slice_end_only", |b| {

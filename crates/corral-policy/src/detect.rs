@@ -4,7 +4,9 @@
 //! A thread's lock-wait share over one slice is the time it spent waiting to
 //! acquire locks divided by the slice's length (paper 1, Cui et al. 2013,
 //! Sec. 3.2: sum_j W_ij / D_i). A share above [`DetectParams::qualify_share`]
-//! marks the thread lock intensive. Paper 2 (Cui et al., lock-aware thread
+//! marks the thread lock intensive. Where slices are counted in CPU time
+//! but waits in wall time (user-space waiters sleep), the qualifying share
+//! is over the slice's wall span: see [`qualifies`]. Paper 2 (Cui et al., lock-aware thread
 //! migration) adds the way back: a thread whose share stays below
 //! [`DetectParams::release_share`] for [`DetectParams::release_after_slices`]
 //! consecutive slices returns to the general cores; and it migrates only the
@@ -60,15 +62,55 @@ pub fn wait_share(lock_wait: Nanos, slice_len: Nanos) -> f64 {
     (lock_wait as f64 / slice_len as f64).min(1.0)
 }
 
+/// Wall span, in slices, after which a thread's accounting window closes
+/// however little CPU time it held.
+pub const WALL_SLICES: u64 = 4;
+
+/// Is a thread's accounting window over: `slice_ns` of CPU time (paper 1's
+/// slice), or, for a thread not yet lock intensive (`general`),
+/// [`WALL_SLICES`] slices of wall time? A waiter asleep on a lock runs
+/// little: with 64 such threads on 2 cores, a CPU slice each took 126 ms of
+/// wall time to come, and qualification waited for it; over the wall span
+/// the sleeper's share is as clear after a few milliseconds. A placed
+/// thread keeps CPU slices: its votes and quiet streak are paper 1's, and
+/// on a crowded SSC a thread waiting for the CPU records no lock wait, so
+/// wall windows would make it look quiet.
+#[inline]
+pub fn window_over(slice_ns: Nanos, cpu_len: Nanos, wall_len: Nanos, general: bool) -> bool {
+    cpu_len >= slice_ns || general && wall_len >= WALL_SLICES.saturating_mul(slice_ns)
+}
+
+/// The wait share [`qualifies`] tests: over the longer of the slice's CPU
+/// time and its wall span (`wall_len`, 0 where the two are one).
+#[inline]
+pub fn span_share(lock_wait: Nanos, slice_len: Nanos, wall_len: Nanos) -> f64 {
+    wait_share(lock_wait, slice_len.max(wall_len))
+}
+
 /// Does this slice, with `waits` contended acquisitions, qualify its
 /// thread as lock intensive? (Paper 1, Alg. 3 line 5: `acc_lock_time > T x
 /// slice_len`; with [`DetectParams::handoff_ns`], also `waits x handoff >
 /// T x slice_len`.)
+///
+/// `slice_len` is the slice's CPU time, `wall_len` the wall-clock time it
+/// spanned (0 where the two are one, as in on-CPU slices). The wait share
+/// is over the longer: a thread that sleeps most of its slice on a
+/// condition variable or I/O and waits a little for a lock is not lock
+/// bound, though its wait is large beside its CPU time (git grep's
+/// producer). The hand-off cost stays over CPU time: it is CPU that
+/// confinement saves.
 #[inline]
-pub fn qualifies(params: &DetectParams, lock_wait: Nanos, waits: u64, slice_len: Nanos) -> bool {
-    let bar = params.qualify_share * slice_len as f64;
-    let handoffs_cost = params.handoff_ns == 0 || waits as f64 * params.handoff_ns as f64 > bar;
-    slice_len > 0 && lock_wait as f64 > bar && handoffs_cost
+pub fn qualifies(
+    params: &DetectParams,
+    lock_wait: Nanos,
+    waits: u64,
+    slice_len: Nanos,
+    wall_len: Nanos,
+) -> bool {
+    let span = slice_len.max(wall_len);
+    let cpu_bar = params.qualify_share * slice_len as f64;
+    let handoffs_cost = params.handoff_ns == 0 || waits as f64 * params.handoff_ns as f64 > cpu_bar;
+    slice_len > 0 && lock_wait as f64 > params.qualify_share * span as f64 && handoffs_cost
 }
 
 /// Is this slice quiet (share below [`DetectParams::release_share`])?
@@ -286,10 +328,13 @@ mod tests {
         assert_eq!(wait_share(5, 0), 0.0);
         assert!((wait_share(25, 100) - 0.25).abs() < 1e-12);
         assert!(
-            !qualifies(&p, 10, 0, 100),
+            !qualifies(&p, 10, 0, 100, 0),
             "exactly T does not qualify (strict >)"
         );
-        assert!(qualifies(&p, 11, 0, 100));
+        assert!(qualifies(&p, 11, 0, 100, 0));
+        assert!(!qualifies(&p, 11, 0, 100, 200), "over the wall span");
+        assert!((span_share(11, 100, 200) - 0.055).abs() < 1e-12);
+        assert!((span_share(11, 100, 0) - 0.11).abs() < 1e-12);
         assert!(is_quiet(&p, 4, 100));
         assert!(!is_quiet(&p, 5, 100));
     }

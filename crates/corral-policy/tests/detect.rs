@@ -24,14 +24,14 @@ fn share_is_waits_over_slice_length() {
 #[test]
 fn threshold_qualifies_strictly_above_t() {
     let p = DetectParams::default();
-    assert!(!qualifies(&p, 100_000, 0, 1_000_000));
-    assert!(qualifies(&p, 100_001, 0, 1_000_000));
-    assert!(!qualifies(&p, 5, 0, 0));
+    assert!(!qualifies(&p, 100_000, 0, 1_000_000, 0));
+    assert!(qualifies(&p, 100_001, 0, 1_000_000, 0));
+    assert!(!qualifies(&p, 5, 0, 0, 0));
     let strict = DetectParams {
         qualify_share: 0.5,
         ..p
     };
-    assert!(!qualifies(&strict, 400, 0, 1_000));
+    assert!(!qualifies(&strict, 400, 0, 1_000, 0));
 }
 
 #[test]
@@ -41,15 +41,15 @@ fn with_a_handoff_cost_a_long_but_seldom_wait_does_not_qualify() {
     let slice = 1_000_000;
     // Half the slice asleep behind a holder, in 3 waits (git grep's
     // workers): confinement could save only 3 hand-offs.
-    assert!(!qualifies(&p, slice / 2, 3, slice));
+    assert!(!qualifies(&p, slice / 2, 3, slice, 0));
     // The same wait in hundreds of hand-offs (sysbench mutex) qualifies.
-    assert!(qualifies(&p, slice / 2, 500, slice));
+    assert!(qualifies(&p, slice / 2, 500, slice, 0));
     // Many waits but a short total wait still does not.
-    assert!(!qualifies(&p, slice / 20, 500, slice));
+    assert!(!qualifies(&p, slice / 20, 500, slice, 0));
     // Without the cost (kernel spin locks, paper 1) the count is ignored.
     let kernel = corral_policy::ssc::SscParams::kernel().detect;
     assert_eq!(kernel.handoff_ns, 0);
-    assert!(qualifies(&kernel, slice / 2, 0, slice));
+    assert!(qualifies(&kernel, slice / 2, 0, slice, 0));
 }
 
 #[test]
@@ -160,4 +160,76 @@ fn a_full_table_evicts_the_coldest_for_a_hotter_lock() {
     assert_eq!(heat.heat(2), 0, "the coldest was evicted");
     assert_eq!(heat.heat(4), 3_000_000);
     assert_eq!(heat.entries().len(), 2);
+}
+
+/// A slice of `cpu` ns of CPU time spanning `wall` ns, `wait` of them
+/// waiting for a lock in 500 hand-offs (so only the share decides).
+fn user_slice(cpu: u64, wall: u64, wait: u64) -> bool {
+    let p = corral_policy::ssc::SscParams::user_space().detect;
+    qualifies(&p, wait, 500, cpu, wall)
+}
+
+#[test]
+fn a_thread_asleep_on_a_condvar_most_of_its_slice_does_not_qualify() {
+    // 10 ms of wall: 9 ms asleep on a condition variable (no lock wait),
+    // 0.5 ms waiting for a lock (5%), 0.5 ms on the CPU. Over CPU time the
+    // wait is 100%; over the wall span it is 5%.
+    let ms = 1_000_000;
+    assert!(!user_slice(ms / 2, 10 * ms, ms / 2));
+    assert!(user_slice(ms / 2, 0, ms / 2), "the CPU-time share alone");
+}
+
+#[test]
+fn a_thread_waiting_most_of_its_wall_slice_on_a_lock_qualifies() {
+    // 10 ms of wall: 6 ms waiting for a lock (60%), 4 ms on the CPU.
+    let ms = 1_000_000;
+    assert!(user_slice(4 * ms, 10 * ms, 6 * ms));
+    // A spinning waiter: its wait is CPU time, the spans are one.
+    assert!(user_slice(ms, ms, ms * 6 / 10));
+    // A wall span shorter than the CPU time (the two clocks read apart)
+    // never makes the share larger than over CPU time.
+    assert!(user_slice(ms, ms / 2, ms / 5));
+    assert!(!user_slice(ms, ms / 2, ms / 10));
+}
+
+#[test]
+fn the_controller_qualifies_over_the_wall_span() {
+    use corral_policy::ssc::{MigState, SliceObs, SscController, SscParams, ThreadAction};
+    let ms = 1_000_000;
+    let ctl = SscController::new(SscParams::user_space(), vec![0, 1], 0);
+    let slice = |wall_len, lock_wait| SliceObs {
+        core: u32::MAX,
+        slice_len: ms / 2,
+        wall_len,
+        lock_wait,
+        waits: 500,
+        realtime: false,
+    };
+    let mut sleeper = ctl.register_thread(1, 0);
+    ctl.begin_slice(&mut sleeper, 0);
+    let out = ctl.on_slice_end(&mut sleeper, slice(10 * ms, ms / 2), 10 * ms);
+    assert_eq!(out.action, ThreadAction::Stay);
+    assert_eq!(sleeper.is_mig, MigState::General);
+    let mut waiter = ctl.register_thread(2, 0);
+    ctl.begin_slice(&mut waiter, 0);
+    let out = ctl.on_slice_end(&mut waiter, slice(ms * 5 / 4, ms * 3 / 4), 10 * ms);
+    assert_eq!(out.action, ThreadAction::Qualified, "60% of its wall span");
+    assert_eq!(waiter.is_mig, MigState::QualifyToMigrate);
+}
+
+#[test]
+fn a_window_closes_on_a_cpu_slice_or_four_slices_of_wall_time_until_placed() {
+    use corral_policy::detect::{window_over, WALL_SLICES};
+    let slice = 1_000_000;
+    assert!(!window_over(
+        slice,
+        slice - 1,
+        WALL_SLICES * slice - 1,
+        true
+    ));
+    assert!(window_over(slice, slice, 0, true));
+    assert!(window_over(slice, 0, WALL_SLICES * slice, true));
+    // A placed thread's windows are CPU slices only.
+    assert!(!window_over(slice, slice - 1, 100 * slice, false));
+    assert!(window_over(slice, slice, 0, false));
 }

@@ -119,3 +119,31 @@ fn contention_and_miss_ratio_are_shares_or_nothing() {
     });
     assert_eq!(d.quantum_ms, 250);
 }
+
+#[test]
+fn rows_no_longer_than_ts_keep_the_kernel_default_slice() {
+    use corral_policy::faithful::FfSlice;
+    let mut ff = FaithfulController::default();
+    // Factor 0.95 (Table I: 10 ms) then 0.88 (20 ms, within the range): no longer than TS's
+    // shortest quantum, so the kernel's default slice stays.
+    let d = ff.observe(0.0, 0.05);
+    assert_eq!(
+        (d.quantum_ms, d.slice, d.slice.runtime_ns()),
+        (10, FfSlice::Default, 0)
+    );
+    let d = ff.observe(0.0, 0.12);
+    assert_eq!(
+        (d.quantum_ms, d.slice),
+        (10, FfSlice::Default),
+        "within the range"
+    );
+    let d = ff.observe(0.0, 0.31);
+    assert_eq!((d.quantum_ms, d.slice), (50, FfSlice::Ms { ms: 50 }));
+    assert_eq!(d.slice.runtime_ns(), 50_000_000);
+    // Applying every row literally is one parameter away.
+    let mut lit = FaithfulController::new(FfParams {
+        keep_default_up_to_ms: 0,
+        ..FfParams::default()
+    });
+    assert_eq!(lit.observe(0.0, 0.05).slice, FfSlice::Ms { ms: 10 });
+}

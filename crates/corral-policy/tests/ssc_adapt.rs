@@ -22,6 +22,7 @@ fn quiet_slices_until_release(driver: &mut Driver, limit: u32) -> Option<u32> {
                 slice_len: SLICE,
                 lock_wait: 0,
                 waits: 0,
+                wall_len: 0,
                 realtime: false,
             };
             driver.ctl.on_slice_end(thread, obs, driver.now).action
@@ -227,6 +228,7 @@ fn contended_slice(driver: &mut Driver, i: usize, realtime: bool) -> ThreadActio
         slice_len: SLICE,
         lock_wait: SLICE,
         waits: HANDOFFS,
+        wall_len: 0,
         realtime,
     };
     driver.ctl.on_slice_end(thread, obs, driver.now).action
@@ -246,6 +248,7 @@ fn a_real_time_thread_is_never_placed_and_leaves_the_ssc_when_it_turns_real_time
             slice_len: SLICE,
             lock_wait: SLICE,
             waits: HANDOFFS,
+            wall_len: 0,
             realtime: true,
         };
         let out = driver.ctl.on_slice_end(&mut rt, obs, driver.now);

@@ -89,3 +89,38 @@ fn a_climb_that_ends_level_with_every_core_settles_there_without_refining() {
         "{moves:?}"
     );
 }
+
+#[test]
+fn a_program_far_below_its_baseline_leaves_one_core_after_one_short_round() {
+    // One acquisition per core per 10 us step: one core makes a thousandth
+    // of every core's progress, 100 units a millisecond, half the units a
+    // round otherwise rests on.
+    let params = SscParams::kernel();
+    let mut driver = Driver::new(params, 1024, 1024);
+    let share = unimodal(4);
+    let mut log: Vec<Decision> = Vec::new();
+    while driver.now < 100_000_000 && !log.iter().any(|d| d.kind == DecisionKind::Double) {
+        let bound = u64::from(driver.ctl.bound());
+        if let Some(d) = driver.ctl.observe_progress(bound, driver.now) {
+            log.push(d);
+        }
+        if let Some(d) = driver.slice(&share) {
+            log.push(d);
+        }
+    }
+    let at = |kind| log.iter().position(|d| d.kind == kind);
+    let baseline = at(DecisionKind::Baseline).expect("a baseline round");
+    let double = at(DecisionKind::Double).expect("a climb");
+    // No confirming round at one core: the baseline already shows that
+    // more cores do better.
+    assert_eq!(double, baseline + 1, "{log:?}");
+    assert_eq!(log[baseline].bound_after, 1, "{log:?}");
+    // One round of `progress_round` after the warm-up, not the two 2 ms
+    // rounds that 200 units each would take.
+    let at_one_core = log[double].at - log[baseline].at;
+    assert!(
+        at_one_core < params.vote_warmup + 2 * params.progress_round,
+        "{at_one_core} ns at one core: {log:?}"
+    );
+    assert!(log[double].bound_after > 2, "{log:?}");
+}

@@ -135,6 +135,7 @@ fn votes_from_before_a_bound_change_are_dropped() {
         slice_len: SLICE,
         lock_wait: SLICE,
         waits: 0,
+        wall_len: 0,
         realtime: false,
     };
     let out = driver.ctl.on_slice_end(&mut stale, obs, driver.now);
@@ -197,6 +198,7 @@ fn slice_with_arrival(ctl: &SscController, thread: &mut ThreadPolicyState, now: 
         slice_len: SLICE,
         lock_wait: SLICE / 2,
         waits: 0,
+        wall_len: 0,
         realtime: false,
     };
     ctl.on_slice_end(thread, obs, now + 2 * STEP).voted
@@ -218,6 +220,7 @@ fn a_thread_votes_only_after_a_full_slice_on_the_ssc() {
         slice_len: SLICE,
         lock_wait: SLICE / 2,
         waits: 0,
+        wall_len: 0,
         realtime: false,
     };
     let settled = &mut driver.threads[0];

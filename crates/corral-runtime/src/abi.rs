@@ -111,7 +111,9 @@ pub struct ThreadRecord {
     pub contended: AtomicU64,
     /// Slices (accounting windows) closed for this thread.
     pub slices: AtomicU64,
-    /// Lock-wait share of the last closed slice, in millionths.
+    /// Lock-wait share of the last closed slice, in millionths: over its
+    /// wall span where that is longer than its CPU time, as qualification
+    /// measures it.
     pub last_share_ppm: AtomicU32,
     _pad: u32,
 }

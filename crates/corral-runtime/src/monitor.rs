@@ -61,6 +61,8 @@ struct Track {
     tid: i32,
     policy: ThreadPolicyState,
     window_cpu_start: u64,
+    /// When the open window began (monitor clock): its wall span.
+    window_wall_start: u64,
     window_wait_ticks: u64,
     /// Contended acquisitions in the open window.
     window_waits: u64,
@@ -75,11 +77,18 @@ struct Track {
 }
 
 impl Track {
-    fn new(tid: i32, policy: ThreadPolicyState, cpu_start: u64, attempts: u64, gone: bool) -> Self {
+    fn new(
+        tid: i32,
+        policy: ThreadPolicyState,
+        (cpu_start, wall_start): (u64, u64),
+        attempts: u64,
+        gone: bool,
+    ) -> Self {
         Track {
             tid,
             policy,
             window_cpu_start: cpu_start,
+            window_wall_start: wall_start,
             window_wait_ticks: 0,
             window_waits: 0,
             cpu_ns: cpu_start,
@@ -290,7 +299,8 @@ impl Monitor {
 
     /// One thread's sample at `now` (ns since the monitor started): its
     /// counters, its accounting window (closed into a slice once it holds
-    /// `slice_ns` of CPU time) and its placement (Algorithm 2 from the
+    /// `slice_ns` of CPU time or spans a few slices of wall time, see
+    /// [`corral_policy::detect::window_over`]) and its placement (Algorithm 2 from the
     /// monitor). `slot` names the thread's registry slot; a new `tid` there
     /// is a new thread. The live monitor samples the registry; tests pass
     /// synthetic samples.
@@ -298,8 +308,13 @@ impl Monitor {
         let i = slot;
         let tid = sample.tid;
         while self.tracks.len() <= i {
-            self.tracks
-                .push(Track::new(0, ThreadPolicyState::unregistered(), 0, 0, true));
+            self.tracks.push(Track::new(
+                0,
+                ThreadPolicyState::unregistered(),
+                (0, 0),
+                0,
+                true,
+            ));
         }
         if self.tracks[i].tid != tid {
             // Only a new thread needs its key: it costs a /proc read.
@@ -311,7 +326,7 @@ impl Monitor {
                 .map_or(old_policy, |c| c.register_thread(key, now));
             // A reused slot's attempt count starts from its old value.
             let cpu_start = sample.cpu_ns.unwrap_or(0);
-            self.tracks[i] = Track::new(tid, policy, cpu_start, sample.attempts, false);
+            self.tracks[i] = Track::new(tid, policy, (cpu_start, now), sample.attempts, false);
         }
         let track = &mut self.tracks[i];
         if track.gone {
@@ -337,7 +352,9 @@ impl Monitor {
         };
         track.cpu_ns = cpu;
         let slice_len = cpu.saturating_sub(track.window_cpu_start);
-        if slice_len >= self.cfg.slice_ns {
+        let wall_len = now.saturating_sub(track.window_wall_start);
+        let general = track.policy.is_mig == corral_policy::ssc::MigState::General;
+        if corral_policy::detect::window_over(self.cfg.slice_ns, slice_len, wall_len, general) {
             self.close_window(i, slice_len, sample.applied, now, t_ms);
         }
         match self.place(i, now) {
@@ -362,10 +379,13 @@ impl Monitor {
         let lock_wait = ticks_to_ns(track.window_wait_ticks);
         let waits = core::mem::take(&mut track.window_waits);
         let realtime = self.ctrl.is_some() && corral_locks::sys::sched::is_realtime(track.tid);
-        let share = corral_policy::detect::wait_share(lock_wait, slice_len);
+        let wall_len = now.saturating_sub(track.window_wall_start);
+        // The share the policy qualifies on: over the window's wall span.
+        let share = corral_policy::detect::span_share(lock_wait, slice_len, wall_len);
         track.last_share_ppm = (share * 1e6) as u32;
         track.slices += 1;
         track.window_cpu_start += slice_len;
+        track.window_wall_start = now;
         track.window_wait_ticks = 0;
         let Some(ctrl) = &self.ctrl else { return };
         // Where the thread runs is known only as its placement: an SSC
@@ -377,6 +397,7 @@ impl Monitor {
         let obs = SliceObs {
             core,
             slice_len,
+            wall_len,
             lock_wait,
             waits,
             realtime,

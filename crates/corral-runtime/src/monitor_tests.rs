@@ -52,14 +52,15 @@ fn a_waiting_thread_qualifies_and_is_placed_on_the_ssc_and_others_on_the_rest() 
         None,
         Some(EventLog::create(&path).unwrap()),
     );
-    let (hot_tid, hot, hot_go, hot_join) = thread_with_share(900_000, 2_000_000);
+    let (hot_tid, hot, hot_go, hot_join) = thread_with_share(1_900_000, 2_000_000);
     let (_, cold, cold_go, cold_join) = thread_with_share(0, 2_000_000);
     m.tick(); // both threads seen: windows open
+    let opened = std::time::Instant::now();
     hot_go.send(()).unwrap();
     cold_go.send(()).unwrap();
     // Each thread burns its CPU, records its waits and parks again.
-    // Every wait recorded (900 of 1 us), not only the first.
-    while registry::slot(hot).wait.snapshot().1 < 900 {
+    // Every wait recorded, not only the first.
+    while registry::slot(hot).wait.snapshot().1 < 1_900 {
         std::thread::yield_now();
     }
     while crate::waiting::cpu_ns_of(registry::slot(cold).tid.load(Ordering::Relaxed)).unwrap_or(0)
@@ -67,6 +68,13 @@ fn a_waiting_thread_qualifies_and_is_placed_on_the_ssc_and_others_on_the_rest() 
     {
         std::thread::yield_now();
     }
+    // Qualification is over the window's wall span, which a loaded machine
+    // stretches past 19 ms: the hot thread (parked now, so no other
+    // writer) also waited the whole span, as a sleeper on a lock does.
+    let span = opened.elapsed().as_nanos() as u64;
+    registry::slot(hot)
+        .wait
+        .record(corral_locks::wait::ns_to_ticks(span));
     m.tick();
     assert_eq!(
         registry::slot(hot).want.load(Ordering::Relaxed),
@@ -106,4 +114,75 @@ fn waits_that_qualify_nobody_let_the_monitor_back_off() {
     assert_eq!(Pace::of(true, true, true), Pace::Searching);
     // Placed and settled: the adaptation check every few ticks.
     assert_eq!(Pace::of(true, true, false), Pace::Settled);
+}
+
+/// Two samples of thread `tid` in slot `slot`: at 0 (its window opens) and
+/// at `wall_ns`, after `cpu_ns` of CPU time and `wait_ns` of lock waiting
+/// in 500 waits. Returns where the monitor places it.
+fn one_slice(
+    m: &mut Monitor,
+    slot: usize,
+    tid: i32,
+    cpu_ns: u64,
+    wall_ns: u64,
+    wait_ns: u64,
+) -> Observed {
+    let sample = |cpu, wait_ticks, waits| ThreadSample {
+        tid,
+        cpu_ns: Some(cpu),
+        wait_ticks,
+        waits,
+        attempts: 0,
+        applied: Placement::Unconfined,
+    };
+    m.observe(slot, sample(0, 0, 0), 0, 0.0);
+    let wait = corral_locks::wait::ns_to_ticks(wait_ns);
+    m.observe(
+        slot,
+        sample(cpu_ns, wait, 500),
+        wall_ns,
+        wall_ns as f64 / 1e6,
+    )
+}
+
+/// A monitor placing by policy lca on CPUs 0 and 1, slices of `slice_ns`.
+fn lca_monitor(slice_ns: u64) -> Monitor {
+    let cfg = RuntimeConfig {
+        policy: Policy::Lca,
+        slice_ns,
+        ..RuntimeConfig::default()
+    };
+    Monitor::new(cfg, vec![0, 1], None, None)
+}
+
+#[test]
+fn the_wait_share_is_over_the_window_s_wall_span() {
+    let ms = 1_000_000;
+    let mut m = lca_monitor(ms);
+    // 1 ms on the CPU in 10 ms, 0.5 ms of it waiting for a lock, the rest
+    // asleep on a condition variable (git grep's producer): 5% of the
+    // wall span, though half its CPU time.
+    let sleeper = one_slice(&mut m, 0, 1_000_001, ms, 10 * ms, ms / 2);
+    assert_eq!(sleeper, Observed::Placed(Placement::Unconfined));
+    assert_eq!(m.controller().unwrap().lock_intensive(), 0);
+    // 1 ms on the CPU in 1.6 ms, 1 ms waiting: 62% of its wall span.
+    let waiter = one_slice(&mut m, 1, 1_000_002, ms, ms * 16 / 10, ms);
+    assert_eq!(waiter, Observed::Placed(Placement::Ssc));
+}
+
+#[test]
+fn a_waiter_asleep_on_a_lock_qualifies_after_a_wall_window_with_little_cpu() {
+    let ms = 1_000_000;
+    let mut m = lca_monitor(ms);
+    // 0.1 ms on the CPU in 3 ms, asleep on the lock the rest: the window
+    // is not over yet (neither a CPU slice nor four slices of wall time).
+    let early = one_slice(&mut m, 0, 1_000_003, ms / 10, 3 * ms, 2 * ms);
+    assert_eq!(early, Observed::Placed(Placement::Unconfined));
+    assert_eq!(m.controller().unwrap().lock_intensive(), 0);
+    // 0.1 ms on the CPU in 4 ms, 3.5 ms asleep on the lock: one of 64
+    // oversubscribed waiters. The wall window closes and the thread
+    // qualifies without waiting for a millisecond of CPU.
+    let mut m = lca_monitor(ms);
+    let parked = one_slice(&mut m, 0, 1_000_004, ms / 10, 4 * ms, ms * 35 / 10);
+    assert_eq!(parked, Observed::Placed(Placement::Ssc));
 }

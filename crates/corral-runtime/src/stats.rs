@@ -214,7 +214,8 @@ pub struct ThreadSnapshot {
     pub contended: u64,
     /// Accounting windows closed.
     pub slices: u64,
-    /// Share of the last closed window.
+    /// Share of the last closed window (over its wall span, as qualification
+    /// measures it).
     pub last_share: f64,
 }
 

@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 
 use corral_locks::sys::sched;
-use corral_policy::faithful::{FfParams, Profile};
+use corral_policy::faithful::{FfParams, FfSlice, Profile};
 use corral_runtime::faithful::{tree_tasks, FfProgram, SliceSupport};
 
 const CHILD: &str = "CORRAL_FF_TEST_CHILD";
@@ -44,6 +44,18 @@ fn kernel_takes_slices() -> bool {
         let nice = sched::nice_of(me).unwrap_or(0);
         sched::set_fair(me, nice, 20_000_000).is_ok()
             && sched::get_attr(me).is_ok_and(|a| a.sched_runtime == 20_000_000)
+    })
+    .join()
+    .unwrap()
+}
+
+/// The slice a thread that never asked for one reads back.
+fn kernel_default_slice_ns() -> u64 {
+    // A new thread of this test's main thread, which never set a slice.
+    std::thread::spawn(|| {
+        // SAFETY: gettid has no preconditions.
+        let me = unsafe { libc::gettid() };
+        sched::get_attr(me).unwrap().sched_runtime
     })
     .join()
     .unwrap()
@@ -112,15 +124,27 @@ fn quantum_is_read_back_from_every_thread_and_moves_only_beyond_the_range() {
         let p = ff.period_with(2000.0, &tasks, contention(c)).clone();
         assert_eq!((p.quantum_ms, p.changed, p.applied), (200, false, 0));
     }
-    // Phase 2: contention 0.12 -> factor 0.88 -> 20 ms on every thread.
+    // Phase 2: contention 0.12 -> factor 0.88 -> Table I's 20 ms, no longer
+    // than TS's shortest quantum: every thread back at the kernel's default.
     let p = ff.period_with(3000.0, &tasks, contention(0.12)).clone();
-    assert_eq!((p.quantum_ms, p.changed), (20, true));
+    assert_eq!(
+        (p.quantum_ms, p.changed, p.slice),
+        (20, true, FfSlice::Default)
+    );
+    let default_ns = kernel_default_slice_ns();
+    assert_eq!(p.threads_at_slice as usize, tasks.len());
     for (tid, slice, _) in read_all(pid) {
-        assert_eq!(slice, 20_000_000, "thread {tid}");
+        assert_eq!(slice, default_ns, "thread {tid}");
     }
     // Factor 0.80 is Table I's 30 ms row, but within 0.10 of 0.88: stays.
     let p = ff.period_with(4000.0, &tasks, contention(0.20)).clone();
-    assert_eq!((p.quantum_ms, p.changed), (20, false));
+    assert_eq!((p.quantum_ms, p.changed, p.applied), (20, false, 0));
+    // Phase 3: contention 0.45 -> factor 0.55 -> 80 ms on every thread.
+    let p = ff.period_with(5000.0, &tasks, contention(0.45)).clone();
+    assert_eq!((p.quantum_ms, p.slice), (80, FfSlice::Ms { ms: 80 }));
+    for (tid, slice, _) in read_all(pid) {
+        assert_eq!(slice, 80_000_000, "thread {tid}");
+    }
 
     // New threads, made by a thread holding the quantum, hold it at once:
     // no period runs between their creation and this read.
@@ -130,7 +154,7 @@ fn quantum_is_read_back_from_every_thread_and_moves_only_beyond_the_range() {
     let now = read_all(pid);
     assert_eq!(now.len(), tasks.len() + 2);
     for (tid, slice, n) in now {
-        assert_eq!((slice, n), (20_000_000, nice), "thread {tid}");
+        assert_eq!((slice, n), (80_000_000, nice), "thread {tid}");
     }
     drop(child.stdin.take());
     assert!(child.wait().unwrap().success());

@@ -75,7 +75,7 @@ fn result<P: SimPolicy + ?Sized>(
     let n = sim.n_cores() as f64;
     let tasks = sim.n_tasks();
     let per_core = |x: f64| x / cycles;
-    let idle = per_core(f.time.idle);
+    let idle = per_core(f.time.idle());
     let power = (n - idle) + idle * cfg.sched.idle_power;
     let throughput = f.ops as f64 / seconds;
     SimResult {
@@ -91,9 +91,9 @@ fn result<P: SimPolicy + ?Sized>(
         wait_share: f.wait_total / (cycles * tasks as f64),
         ssc: sim.ssc(),
         settle_ms: sim.settle_ns().map(|ns| ns as f64 * 1e-6),
-        noncritical_cores: per_core(f.time.work),
-        critical_cores: per_core(f.time.critical),
-        spinning_cores: per_core(f.time.spin),
+        noncritical_cores: per_core(f.time.work()),
+        critical_cores: per_core(f.time.critical()),
+        spinning_cores: per_core(f.time.spin()),
         idle_cores: idle,
         power,
         work_per_energy: if power > 0.0 {

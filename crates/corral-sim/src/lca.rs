@@ -27,7 +27,7 @@ pub struct Lca {
     loads: Vec<u32>,
     /// Last core each task ran on (placing a freshly forked task).
     core_of: Vec<u32>,
-    /// Acquisitions by lock-intensive tasks not yet reported: the engine's
+    /// Acquisitions not yet reported: the engine's
     /// acquisition hook carries no time, so they are flushed at the next
     /// timed event (at most one event late).
     pending_progress: u64,
@@ -184,6 +184,7 @@ impl SimPolicy for Lca {
             slice_len: run_ns,
             lock_wait: wait_ns,
             waits: 0,
+            wall_len: 0,
             realtime: false,
         };
         // The action is read back through `allowed` (migrate-back) and
@@ -219,13 +220,15 @@ impl SimPolicy for Lca {
     }
 
     /// Useful work for the search (paper 1, footnote 1: K(n)/K(1)): every
-    /// simulated task runs the same operation, so acquisitions by the
-    /// lock-intensive tasks are proportional to their useful work.
+    /// simulated task runs the same operation, so acquisitions are
+    /// proportional to useful work. Every task's count, as the runtime
+    /// counts every thread's attempts: counting only SSC tasks, a round
+    /// while threads were still qualifying (the baseline on every core, at
+    /// the start or after a restart) saw part of the program, read low,
+    /// and sent the search to a confined bound below every core.
     #[inline]
-    fn on_lock_acquired(&mut self, task: u32, _lock: u32) {
-        if self.placement(task) == Placement::Ssc {
-            self.pending_progress += 1;
-        }
+    fn on_lock_acquired(&mut self, _task: u32, _lock: u32) {
+        self.pending_progress += 1;
     }
 
     /// A forked task of a program remembered as lock intensive starts on the

@@ -9,7 +9,7 @@
 const ARITY: usize = 4;
 const _: () = assert!(ARITY == 4, "sift_down compares a group of four unrolled");
 
-/// `pos` of a disarmed timer.
+/// `pos` of a disarmed timer; also "none" for `Timers::fired`.
 const DISARMED: u32 = u32::MAX;
 
 /// A heap entry: the due time (the bits of a non-negative f64, which order
@@ -22,12 +22,15 @@ struct Entry {
 }
 
 pub(crate) struct Timers {
+    /// Never reallocated: reserved for every id at once.
     heap: Vec<Entry>,
     /// Heap index of each timer id; [`DISARMED`] while it is disarmed.
     pos: Vec<u32>,
-    /// The timer [`Timers::pop`] returned last, still in the heap (as if
-    /// disarmed) until it is set, cancelled or the next pop removes it.
-    fired: Option<u32>,
+    /// The timer [`Timers::fire_top`] fired last ([`DISARMED`] if none),
+    /// still in the heap (as if disarmed) until it is set, cancelled or the
+    /// next peek removes it. A plain id, not an `Option`: one compare on
+    /// every set.
+    fired: u32,
 }
 
 impl Timers {
@@ -36,19 +39,20 @@ impl Timers {
         Timers {
             heap: Vec::with_capacity(ids),
             pos: vec![DISARMED; ids],
-            fired: None,
+            fired: DISARMED,
         }
     }
 
     /// Arms (or re-arms) timer `id` for time `at`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn set(&mut self, id: u32, at: f64) {
         let key = at.max(0.0).to_bits();
-        if self.fired == Some(id) {
-            self.fired = None;
+        if self.fired == id {
+            self.fired = DISARMED;
         }
         let p = self.pos[id as usize];
         if p == DISARMED {
+            debug_assert!(self.heap.len() < self.heap.capacity());
             self.heap.push(Entry { key, id });
             self.sift_up(self.heap.len() - 1, Entry { key, id });
             return;
@@ -65,8 +69,8 @@ impl Timers {
     /// Disarms timer `id` (nothing if it is not armed).
     #[inline]
     pub(crate) fn cancel(&mut self, id: u32) {
-        if self.fired == Some(id) {
-            self.fired = None;
+        if self.fired == id {
+            self.fired = DISARMED;
         }
         let p = std::mem::replace(&mut self.pos[id as usize], DISARMED);
         if p == DISARMED {
@@ -122,8 +126,8 @@ impl Timers {
     /// disarmed for good first, unless it was set again).
     #[inline(always)]
     pub(crate) fn peek(&mut self) -> Option<(f64, u32)> {
-        if let Some(id) = self.fired.take() {
-            self.cancel(id);
+        if self.fired != DISARMED {
+            self.cancel(self.fired);
         }
         let top = self.heap.first()?;
         Some((f64::from_bits(top.key), top.id))
@@ -133,7 +137,7 @@ impl Timers {
     /// root, where setting it again is one sift down.
     #[inline(always)]
     pub(crate) fn fire_top(&mut self) {
-        self.fired = self.heap.first().map(|e| e.id);
+        self.fired = self.heap.first().map_or(DISARMED, |e| e.id);
     }
 
     /// Places `e` at `i` or above it.

@@ -74,3 +74,48 @@ fn a_run_passes_the_exit_code_through_and_writes_the_report() {
     assert_eq!(doc["policy"], "none");
     assert!(doc["threads"].is_array() && doc["ssc"].is_array() && doc["decisions"].is_array());
 }
+
+/// Whether this machine counts LLC references (a PMU; a VM usually has none).
+fn has_pmu() -> bool {
+    use corral_locks::sys::perf::{CacheEvent, Counter};
+    Counter::open(0, CacheEvent::References).is_ok()
+}
+
+#[test]
+fn ff_without_a_pmu_says_so_in_one_line_and_reports_null_not_zero() {
+    let Some(lib) = preload_beside_corral() else {
+        panic!("build the preload library first: cargo build -p corral-preload");
+    };
+    let report = std::env::temp_dir().join(format!("corral-ff-pmu.{}.json", std::process::id()));
+    let out = corral()
+        .env("CORRAL_PRELOAD", &lib)
+        .args(["run", "--policy", "ff", "--ff-period-ms", "100", "--report"])
+        .arg(&report)
+        .args(["--", "sleep", "0.6"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let said = err
+        .lines()
+        .filter(|l| l.contains("no LLC miss ratio"))
+        .count();
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    std::fs::remove_file(&report).unwrap();
+    let program = &doc["ff"]["programs"][0];
+    let periods = program["periods"].as_array().unwrap();
+    assert!(!periods.is_empty(), "{err}");
+    if has_pmu() {
+        assert_eq!(said, 0, "{err}");
+        assert_eq!(program["miss"]["state"], "measured");
+    } else {
+        // Said once, while the program runs, with what still works.
+        assert_eq!(said, 1, "{err}");
+        assert!(err.contains("1 - lock contention alone"), "{err}");
+        assert_eq!(program["miss"]["state"], "unavailable");
+        for p in periods {
+            assert!(p["miss_ratio"].is_null(), "a silent zero: {p}");
+        }
+    }
+}

@@ -34,6 +34,7 @@ impl SscController {
             progress_reported: AtomicBool::new(false),
             load_floor: AtomicU32::new(1),
             last_p: AtomicU64::new(0f64.to_bits()),
+            baseline_rate: AtomicU64::new(0f64.to_bits()),
             memory: ClassMemory::new(params.class_memory_slots),
             voting: Mutex::new(Voting {
                 locking: 0,
@@ -205,7 +206,13 @@ impl SscController {
         match thread.is_mig {
             MigState::General => {
                 if obs.realtime
-                    || !qualifies(&self.params.detect, obs.lock_wait, obs.waits, obs.slice_len)
+                    || !qualifies(
+                        &self.params.detect,
+                        obs.lock_wait,
+                        obs.waits,
+                        obs.slice_len,
+                        obs.wall_len,
+                    )
                 {
                     thread.quiet.observe_general(&self.params.detect);
                 } else {
@@ -315,12 +322,32 @@ impl SscController {
             return None;
         }
         let elapsed = now.saturating_sub(self.progress_since.load(HINT));
-        let full = self.progress.load(HINT) >= self.params.progress_round_min;
+        let progress = self.progress.load(HINT);
+        let full = progress >= self.params.progress_round_min
+            || self.far_below_baseline(progress, elapsed);
         if elapsed < every || !(full || elapsed >= every.saturating_mul(10)) {
             return None;
         }
         let mut voting = try_voting(&self.voting)?;
         Some(self.determine(&mut voting, now))
+    }
+
+    /// Whether a round short of `progress_round_min` units may close: half
+    /// the baseline rate (on every core) would have counted at least the
+    /// minimum by now, and it counted at most half that (and a tenth of the
+    /// minimum, so its rate is not zero). Its rate is then below half the
+    /// baseline beyond the noise the minimum guards against, and a program
+    /// that needs its cores (at one core after a restart) is not held there
+    /// for the many milliseconds the minimum would take.
+    #[inline]
+    fn far_below_baseline(&self, progress: u64, elapsed: Nanos) -> bool {
+        let per_ms = f64::from_bits(self.baseline_rate.load(HINT));
+        let min = self.params.progress_round_min;
+        let half = per_ms * 0.5 * elapsed as f64 * 1e-6;
+        per_ms > 0.0
+            && half >= min as f64
+            && progress as f64 * 2.0 <= half
+            && progress.saturating_mul(10) >= min
     }
 
     /// Alg. 3 lines 11-19: counts the slice if it ran on an SSC core and

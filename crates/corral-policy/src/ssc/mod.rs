@@ -21,7 +21,7 @@
 //! and [`SscController::on_slice_end`] when it ends;
 //! [`SscController::unregister_thread`] at exit. Optionally,
 //! [`SscController::observe_progress`] with lock acquisitions completed by
-//! lock-intensive threads, so the search compares measured throughput.
+//! the program's threads, so the search compares measured throughput.
 //! Globally, from a monitor:
 //! [`SscController::tick`] for the timer and [`SscController::on_ssc_load`]
 //! for growth on load. Where a thread runs is [`SscController::placement`]
@@ -114,8 +114,14 @@ impl ThreadPolicyState {
 pub struct SliceObs {
     /// The core the slice ran on.
     pub core: CoreId,
-    /// The slice's length (`D_i`).
+    /// The slice's length (`D_i`): its CPU time where slices are counted in
+    /// CPU time (the runtime), else its on-CPU interval.
     pub slice_len: Nanos,
+    /// The wall-clock time the slice spanned, off-CPU time included; 0
+    /// where slices are on-CPU intervals (the kernel monitor, the
+    /// simulator), which counts as `slice_len`. Qualification measures the
+    /// wait share over it ([`crate::detect::qualifies`]).
+    pub wall_len: Nanos,
     /// Time spent waiting to acquire locks during it (`sum_j W_ij`).
     pub lock_wait: Nanos,
     /// Acquisitions that had to wait during it (read only where
@@ -192,6 +198,9 @@ pub struct SscController {
     load_floor: AtomicU32,
     /// p of the last determination, as f64 bits (migrate-back compares with it).
     last_p: AtomicU64,
+    /// The search's baseline progress per ms on every core, as f64 bits; 0
+    /// while it has none (see `far_below_baseline`).
+    baseline_rate: AtomicU64,
     memory: ClassMemory,
     voting: Mutex<Voting>,
 }
@@ -319,6 +328,8 @@ impl SscController {
         if let Phase::Refine(refine) = voting.search.phase {
             decision.climbing = refine.streak;
         }
+        let baseline = voting.search.unconfined_thro.unwrap_or(0.0);
+        self.baseline_rate.store(baseline.to_bits(), HINT);
         decision
     }
 
@@ -415,6 +426,7 @@ mod tests {
                             slice_len: 1_000_000,
                             lock_wait: 300_000,
                             waits: 0,
+                            wall_len: 0,
                             realtime: false,
                         };
                         ctl.on_slice_end(&mut thread, obs, now + 1_000);

@@ -82,7 +82,7 @@ pub struct SscParams {
     /// persists) still restarts it one round later.
     pub jump_confirmations: u32,
     /// Compare measured progress (see `SscController::observe_progress`:
-    /// lock acquisitions of lock-intensive threads per unit time) instead of
+    /// lock acquisitions of the program's threads per unit time) instead of
     /// T(n) = n(1 - p(n)) once the driver reports any. Paper 1, footnote 1:
     /// T is meant as K(n)/K(1), measured over one-core throughput; n(1 - p)
     /// approximates it but counts critical sections lengthened by cache

@@ -236,17 +236,29 @@ impl SearchState {
         doubled.max(jump).min(limit)
     }
 
+    /// Whether `thro` is below half the baseline on every core: growth
+    /// toward every core then needs no confirmation (after a restart on a
+    /// program that needs its cores, each confirmation at a small bound is
+    /// a round at a fraction of its progress).
+    #[inline]
+    fn far_below_baseline(&self, thro: f64) -> bool {
+        self.unconfined_thro.is_some_and(|u| thro * 2.0 < u)
+    }
+
     /// Alg. 4 lines 6-43, the doubling with `confirmations` better rounds to
     /// grow and (as in the paper) one more to step back.
     fn climb(&mut self, params: &SscParams, round: Round, work_cores: u32, thro: f64) -> Step {
         let hold = Step::hold(thro);
         let confirmations = params.confirmations.max(1) as i32;
         if thro > self.thro_last_step {
-            if self.climbing < 0 {
+            // Confirmations guard a move against noise; a round below half
+            // the baseline is evidence enough that more cores do better.
+            let confirmed = self.far_below_baseline(thro);
+            if self.climbing < 0 && !confirmed {
                 self.climbing = 1;
                 return hold;
             }
-            if self.climbing < confirmations {
+            if self.climbing < confirmations && !confirmed {
                 self.climbing += 1;
                 return hold;
             }

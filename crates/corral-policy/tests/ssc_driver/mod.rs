@@ -76,6 +76,7 @@ impl Driver {
                     slice_len: SLICE,
                     lock_wait: SLICE,
                     waits: HANDOFFS,
+                    wall_len: 0,
                     realtime: false,
                 },
                 0,
@@ -114,6 +115,7 @@ impl Driver {
             slice_len: SLICE,
             lock_wait: wait(thread.record_bound),
             waits: HANDOFFS,
+            wall_len: 0,
             realtime: false,
         };
         let out = self.ctl.on_slice_end(thread, obs, self.now);

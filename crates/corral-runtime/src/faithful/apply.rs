@@ -25,6 +25,8 @@ pub struct Applied {
     pub slice_ns: u64,
     /// Its nice value.
     pub nice: i32,
+    /// Its policy (SCHED_OTHER for any thread FF changed).
+    pub policy: u32,
 }
 
 /// How the kernel met a requested slice: the first thread's answer.
@@ -51,9 +53,12 @@ pub enum SliceSupport {
 }
 
 impl SliceSupport {
-    /// The verdict on asking `asked_ns` and getting `result`.
+    /// The verdict on asking `asked_ns` (0: the kernel's default) and
+    /// getting `result`. Asking for the default tells nothing of whether a
+    /// slice would take: still untried unless refused.
     pub fn judge(asked_ns: u64, result: Result<Applied, ApplyError>) -> SliceSupport {
         match result {
+            Ok(_) if asked_ns == 0 => SliceSupport::Untried,
             Ok(a) if a.slice_ns == asked_ns.clamp(SLICE_MIN_NS, SLICE_MAX_NS) => {
                 SliceSupport::Applied
             }
@@ -111,6 +116,7 @@ pub fn apply(tid: i32, nice: i32, slice_ns: u64) -> Result<Applied, ApplyError> 
     Ok(Applied {
         slice_ns: after.sched_runtime,
         nice: after.sched_nice,
+        policy: after.sched_policy,
     })
 }
 
@@ -120,6 +126,7 @@ pub fn read_back(tid: i32) -> Option<Applied> {
     Some(Applied {
         slice_ns: a.sched_runtime,
         nice: a.sched_nice,
+        policy: a.sched_policy,
     })
 }
 
@@ -129,7 +136,13 @@ mod tests {
 
     #[test]
     fn judges_clamps_old_kernels_and_refusals() {
-        let ok = |slice_ns| Ok(Applied { slice_ns, nice: 0 });
+        let ok = |slice_ns| {
+            Ok(Applied {
+                slice_ns,
+                nice: 0,
+                policy: SCHED_OTHER,
+            })
+        };
         assert_eq!(
             SliceSupport::judge(20_000_000, ok(20_000_000)),
             SliceSupport::Applied
@@ -145,5 +158,7 @@ mod tests {
         assert_eq!(refused, SliceSupport::Refused { errno: libc::EPERM });
         assert!(refused.line().unwrap().contains("one nice value"));
         assert_eq!(SliceSupport::Applied.line(), None);
+        // The default (0) read back as the kernel's base slice says nothing.
+        assert_eq!(SliceSupport::judge(0, ok(1_400_000)), SliceSupport::Untried);
     }
 }

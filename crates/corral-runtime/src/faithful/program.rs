@@ -7,9 +7,10 @@ use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 
 use corral_locks::sys::perf::{CacheEvent, Counter};
-use corral_policy::faithful::{self, FaithfulController, FfParams, Profile};
+use corral_locks::sys::sched::{SCHED_OTHER, SLICE_MAX_NS, SLICE_MIN_NS};
+use corral_policy::faithful::{self, FaithfulController, FfParams, FfSlice, Profile};
 
-use super::apply::{self, ApplyError, SliceSupport};
+use super::apply::{self, Applied, ApplyError, SliceSupport};
 use super::procfs::{tree_tasks, CtxSwitches, Task};
 use super::report::{FfPeriod, FfProgramReport, MissSource};
 use crate::stats::StatsMap;
@@ -35,6 +36,18 @@ pub struct FfProgram {
     last_ctx: HashMap<i32, CtxSwitches>,
     counters: HashMap<i32, CacheCounters>,
     periods: Vec<FfPeriod>,
+    /// The kernel's default slice, as read back after asking for it.
+    default_slice_ns: Option<u64>,
+}
+
+/// One period's count over the threads.
+#[derive(Debug, Default)]
+struct Tally {
+    applied: u32,
+    at_slice: u32,
+    not_fair: u32,
+    slice_ns: Option<u64>,
+    ctx: CtxSwitches,
 }
 
 impl FfProgram {
@@ -57,6 +70,7 @@ impl FfProgram {
             last_ctx: HashMap::new(),
             counters: HashMap::new(),
             periods: Vec::new(),
+            default_slice_ns: None,
         }
     }
 
@@ -71,16 +85,21 @@ impl FfProgram {
     }
 
     /// One monitoring period of `period_ns` ending at `t_ms`: measures the
-    /// profile, then [`FfProgram::period_with`] it.
-    pub fn period(&mut self, t_ms: f64, period_ns: u64) -> &FfPeriod {
+    /// profile, then [`FfProgram::period_with`] it. `None`, with nothing
+    /// observed, once the program has no thread left (an exited program
+    /// is no evidence of a phase change).
+    pub fn period(&mut self, t_ms: f64, period_ns: u64) -> Option<&FfPeriod> {
         let tasks = tree_tasks(self.root);
+        if tasks.is_empty() {
+            return None;
+        }
         let wait = self.lock_wait(&tasks);
         let thread_ns = period_ns.saturating_mul(tasks.len() as u64);
         let profile = Profile {
             miss_ratio: self.miss_ratio(&tasks),
             lock_contention: faithful::lock_contention(wait, thread_ns),
         };
-        self.period_with(t_ms, &tasks, profile)
+        Some(self.period_with(t_ms, &tasks, profile))
     }
 
     /// A period with a given profile (measured, or synthetic in tests):
@@ -88,42 +107,31 @@ impl FfProgram {
     /// it yet, read back, and recorded with the period's context switches.
     pub fn period_with(&mut self, t_ms: f64, tasks: &[Task], profile: Profile) -> &FfPeriod {
         let d = self.ctrl.observe_profile(&profile);
-        let want_ns = u64::from(d.quantum_ms) * 1_000_000;
-        let mut applied = 0;
-        let mut at_slice = 0;
-        let mut slice_ns = None;
-        let mut ctx = CtxSwitches::default();
+        let want_ns = d.slice.runtime_ns();
+        // The slice a thread holding the decision reads back: the kernel's
+        // default is learnt from the first thread reset to it.
+        let expect = match d.slice {
+            FfSlice::Default => self.default_slice_ns,
+            FfSlice::Ms { .. } => Some(want_ns.clamp(SLICE_MIN_NS, SLICE_MAX_NS)),
+        };
+        let mut tally = Tally::default();
         for &task in tasks {
-            let held = apply::read_back(task.tid);
-            let expect = want_ns.clamp(
-                corral_locks::sys::sched::SLICE_MIN_NS,
-                corral_locks::sys::sched::SLICE_MAX_NS,
-            );
-            // Where the slice does not take, the nice value still does.
-            let slices_work = matches!(self.slice, SliceSupport::Untried | SliceSupport::Applied);
-            let holds =
-                held.is_some_and(|h| h.nice == self.nice && (!slices_work || h.slice_ns == expect));
-            let now = if holds {
-                held.ok_or(ApplyError::Gone)
-            } else if slices_work {
-                applied += 1;
-                let r = apply::apply(task.tid, self.nice, want_ns);
-                if self.slice == SliceSupport::Untried {
-                    self.slice = SliceSupport::judge(want_ns, r);
+            let now = self.hold(task.tid, want_ns, expect, &mut tally);
+            match now {
+                Ok(a) => {
+                    tally.slice_ns = Some(tally.slice_ns.map_or(a.slice_ns, |s| s.max(a.slice_ns)));
+                    let at = match d.slice {
+                        FfSlice::Default => self.default_slice_ns == Some(a.slice_ns),
+                        FfSlice::Ms { .. } => Some(a.slice_ns) == expect,
+                    };
+                    tally.at_slice += u32::from(at);
                 }
-                r
-            } else {
-                applied += 1;
-                let _ = corral_locks::sys::sched::set_nice(task.tid, self.nice);
-                apply::read_back(task.tid).ok_or(ApplyError::Gone)
-            };
-            if let Ok(a) = now {
-                slice_ns = Some(slice_ns.map_or(a.slice_ns, |s: u64| s.max(a.slice_ns)));
-                at_slice += u32::from(a.slice_ns == expect);
+                Err(ApplyError::NotFair { .. }) => tally.not_fair += 1,
+                Err(_) => {}
             }
             if let Some(c) = CtxSwitches::of(task) {
                 let before = self.last_ctx.insert(task.tid, c).unwrap_or_default();
-                ctx = ctx.plus(c.since(before));
+                tally.ctx = tally.ctx.plus(c.since(before));
             }
         }
         let live: HashSet<i32> = tasks.iter().map(|t| t.tid).collect();
@@ -139,14 +147,54 @@ impl FfProgram {
             ),
             scaling_factor: d.scaling_factor,
             quantum_ms: d.quantum_ms,
+            slice: d.slice,
             changed: d.changed,
-            applied,
-            slice_ns,
-            threads_at_slice: at_slice,
-            voluntary: ctx.voluntary,
-            involuntary: ctx.involuntary,
+            applied: tally.applied,
+            slice_ns: tally.slice_ns,
+            threads_at_slice: tally.at_slice,
+            threads_not_fair: tally.not_fair,
+            voluntary: tally.ctx.voluntary,
+            involuntary: tally.ctx.involuntary,
         });
         self.periods.last().expect("just pushed")
+    }
+
+    /// Makes thread `tid` hold the program's nice value and a slice of
+    /// `want_ns` (0: the kernel's default), written only where it does not
+    /// hold them (`expect`: the slice it should read back, if known).
+    fn hold(
+        &mut self,
+        tid: i32,
+        want_ns: u64,
+        expect: Option<u64>,
+        tally: &mut Tally,
+    ) -> Result<Applied, ApplyError> {
+        let held = apply::read_back(tid).ok_or(ApplyError::Gone)?;
+        if held.policy != SCHED_OTHER {
+            // Real-time, batch or idle: the program chose it; left alone.
+            return Err(ApplyError::NotFair {
+                policy: held.policy,
+            });
+        }
+        // Where the slice does not take, the nice value still does.
+        let slices_work = matches!(self.slice, SliceSupport::Untried | SliceSupport::Applied);
+        let holds = held.nice == self.nice && (!slices_work || Some(held.slice_ns) == expect);
+        if holds {
+            return Ok(held);
+        }
+        tally.applied += 1;
+        if !slices_work {
+            let _ = corral_locks::sys::sched::set_nice(tid, self.nice);
+            return apply::read_back(tid).ok_or(ApplyError::Gone);
+        }
+        let r = apply::apply(tid, self.nice, want_ns);
+        if self.slice == SliceSupport::Untried {
+            self.slice = SliceSupport::judge(want_ns, r);
+        }
+        if let (0, Ok(a)) = (want_ns, r) {
+            self.default_slice_ns.get_or_insert(a.slice_ns);
+        }
+        r
     }
 
     /// Lock waiting since the last period, summed over the threads of

@@ -2,6 +2,7 @@
 //! the slice read back and the context switches.
 
 use super::apply::SliceSupport;
+use corral_policy::faithful::FfSlice;
 use serde::Serialize;
 
 /// Whether the miss-ratio half of eq. 1 is measured.
@@ -49,6 +50,9 @@ pub struct FfPeriod {
     pub scaling_factor: f64,
     /// Table I's quantum for the factor in force, ms.
     pub quantum_ms: u32,
+    /// What was asked of the kernel for it (Table I's short rows keep the
+    /// kernel's default slice).
+    pub slice: FfSlice,
     /// Whether this period changed the quantum.
     pub changed: bool,
     /// Threads written this period (new, or not holding the quantum).
@@ -56,8 +60,12 @@ pub struct FfPeriod {
     /// The largest slice read back from the threads, ns (EEVDF caps
     /// requests at 100 ms); `None` with no thread readable.
     pub slice_ns: Option<u64>,
-    /// Threads whose read-back slice is the quantum (as EEVDF clamps it).
+    /// Threads whose read-back slice is the one asked (as EEVDF clamps it).
     pub threads_at_slice: u32,
+    /// Threads left alone because the program put them in another class
+    /// (real-time, batch, idle): FF neither evens their priority nor sets
+    /// their slice.
+    pub threads_not_fair: u32,
     /// Voluntary context switches of the program's threads this period.
     pub voluntary: u64,
     /// Involuntary context switches this period.

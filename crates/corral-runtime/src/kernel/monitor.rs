@@ -230,6 +230,7 @@ impl KernelMonitor {
             slice_len: rec.len_ns,
             lock_wait: rec.wait_ns,
             waits: u64::from(rec.nr_waits),
+            wall_len: 0,
             realtime: false,
         };
         let out = self.ctrl.on_slice_end(&mut entry.state, obs, end_ns);
@@ -245,6 +246,7 @@ impl KernelMonitor {
             rec.wait_ns,
             u64::from(rec.nr_waits),
             rec.len_ns,
+            0,
         ) {
             entry.intensive_slices += 1;
         }

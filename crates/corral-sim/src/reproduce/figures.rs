@@ -320,7 +320,9 @@ pub const FIGURES: &[Figure] = &[
         title: "paper 4 (faithful scheduling) Fig. 9: FF policy over a range of programs",
         recipe: Recipe::Cannot(
             "needs the SPEC OMP/PARSEC programs on the paper's 24-core Solaris machine; this \
-             2-core VM has neither, and the simulator has no model of those programs",
+             2-core VM has neither, and the simulator has no model of those programs. \
+             `corral bench ff --loads-pct 200` runs FF against the kernel's default on \
+             real programs here instead, with paper 4's figures beside its table",
         ),
         published: &[],
         differs: "",

@@ -32,6 +32,10 @@ impl<P: SimPolicy + ?Sized> State<'_, P> {
             self.migrate(t, target);
             return;
         }
+        if self.tasks[t as usize].debt > 0.0 {
+            self.pay_debt(t);
+            return;
+        }
         let l = self.lock_of(t);
         self.tasks[t as usize].wait_since = self.now;
         if self.locks[l].holder.is_none() {
@@ -49,6 +53,22 @@ impl<P: SimPolicy + ?Sized> State<'_, P> {
             let at = self.now + self.cfg.costs.adaptive_spin;
             self.arm_task(t, at, TaskTimer::SpinTimeout);
         }
+    }
+
+    /// A move or context switch since `t`'s last timed phase is paid before
+    /// it tries the lock, as non-critical time whose end retries: the
+    /// scheduler moves a task, then it runs and tries. Charged inside the
+    /// critical section instead, each move at a lock attempt (Algorithm 2)
+    /// held the lock for tens of microseconds.
+    #[cold]
+    fn pay_debt(&mut self, t: u32) {
+        let task = &mut self.tasks[t as usize];
+        let len = std::mem::take(&mut task.debt);
+        task.phase = Phase::Work;
+        task.phase_end = self.now + len;
+        let core = task.core;
+        self.set_act(core, Activity::Work);
+        self.arm_task(t, self.now + len, TaskTimer::PhaseEnd);
     }
 
     /// `t` (on a core, in the lock's waiter list) starts or resumes spinning.

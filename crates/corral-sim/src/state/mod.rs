@@ -78,33 +78,40 @@ pub(crate) enum Event {
 /// What a core is doing, for the time and energy accounts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Activity {
-    Idle,
+    Idle = 0,
     /// Non-critical work (context switch and migration costs included).
-    Work,
+    Work = 1,
     /// Inside a critical section, handoff included.
-    Critical,
-    Spin,
+    Critical = 2,
+    Spin = 3,
 }
 
-/// Core-cycles spent in each [`Activity`], summed over all cores.
+/// Core-cycles spent in each [`Activity`], summed over all cores, indexed
+/// by it: the account to add to is chosen without a branch.
 #[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct CoreTime {
-    pub(crate) idle: f64,
-    pub(crate) work: f64,
-    pub(crate) critical: f64,
-    pub(crate) spin: f64,
-}
+pub(crate) struct CoreTime([f64; 4]);
 
 impl CoreTime {
     #[inline]
     fn add(&mut self, act: Activity, cycles: f64) {
-        let slot = match act {
-            Activity::Idle => &mut self.idle,
-            Activity::Work => &mut self.work,
-            Activity::Critical => &mut self.critical,
-            Activity::Spin => &mut self.spin,
-        };
-        *slot += cycles;
+        self.0[act as usize] += cycles;
+    }
+
+    pub(crate) fn idle(&self) -> f64 {
+        self.0[Activity::Idle as usize]
+    }
+
+    /// Non-critical work.
+    pub(crate) fn work(&self) -> f64 {
+        self.0[Activity::Work as usize]
+    }
+
+    pub(crate) fn critical(&self) -> f64 {
+        self.0[Activity::Critical as usize]
+    }
+
+    pub(crate) fn spin(&self) -> f64 {
+        self.0[Activity::Spin as usize]
     }
 }
 
@@ -146,6 +153,9 @@ struct Task {
     on_core: bool,
     phase: Phase,
     program: u32,
+    /// Its planted group, `t % groups`, kept: a division on every step
+    /// end was the slowest instruction of the hot path.
+    group: u32,
     step: u32,
     /// `programs[program][step]`, copied when the step changes: read on
     /// every event.
@@ -434,7 +444,9 @@ impl<P: SimPolicy + ?Sized> State<'_, P> {
 
     #[inline]
     fn ns(&self, cycles: f64) -> u64 {
-        (cycles * self.ns_per_cycle) as u64
+        // Through i64: x86-64 converts to signed in one instruction, to u64
+        // in six; simulated times stay far below 2^63 ns, so the same value.
+        (cycles * self.ns_per_cycle).max(0.0) as i64 as u64
     }
 
     /// A duration around `mean`, drawn by the workload's distribution.
@@ -455,7 +467,8 @@ impl<P: SimPolicy + ?Sized> State<'_, P> {
     /// Index in `programs` of `t`'s current program, for its group.
     #[inline]
     fn program_of(&self, t: u32) -> usize {
-        (self.tasks[t as usize].program * self.groups + t % self.groups) as usize
+        let task = &self.tasks[t as usize];
+        (task.program * self.groups + task.group) as usize
     }
 
     /// The lock of `t`'s current step, for a task trying, waiting for or

@@ -15,6 +15,7 @@ impl<P: SimPolicy + ?Sized> State<'_, P> {
                 on_core: false,
                 phase: Phase::Start,
                 program: 0,
+                group: t % self.groups,
                 step: 0,
                 // Program 0 of the task's planted group (see `program_of`).
                 cur: self.programs[(t % self.groups) as usize][0],

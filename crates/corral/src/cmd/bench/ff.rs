@@ -6,13 +6,14 @@
 
 use std::path::Path;
 
-use corral_policy::faithful::FfParams;
+use corral_policy::faithful::{FfParams, FfSlice};
 use corral_runtime::config::{Policy, RuntimeConfig};
 use corral_runtime::faithful::{FfDriver, FfReport};
 use serde::Serialize;
 
 use super::apps::catalog::App;
 use super::apps::fixture::Fixture;
+use super::ff_stats::{shuffled, Spread, Verdict};
 use crate::cmd::launch::{find_preload, launch_observed, resolve_program, Output};
 use crate::CliError;
 
@@ -35,9 +36,69 @@ pub(crate) struct BenchFfArgs {
     /// FF's monitoring period in milliseconds (paper 4: 1,000).
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     pub(crate) ff_period_ms: u64,
+    /// Runs of each arm at each point. Every run of every point is done in
+    /// one shuffled order (see --seed), and the tables show medians and
+    /// ranges: a point is a loss only when FF's median throughput is under
+    /// 0.95x default's and the two ranges do not overlap.
+    #[arg(long, value_name = "N", default_value_t = 3,
+          value_parser = clap::value_parser!(u32).range(1..=50))]
+    pub(crate) repeat: u32,
+    /// Seed of the run order (default: from the clock; the report says
+    /// which, so an order can be run again).
+    #[arg(long, value_name = "N")]
+    pub(crate) seed: Option<u64>,
+    /// FF keeps the kernel's default slice for Table I quanta up to this
+    /// many milliseconds (as `corral run --ff-keep-default-up-to-ms`).
+    #[arg(long, value_name = "MS", default_value_t = 20,
+          value_parser = clap::value_parser!(u32).range(0..=250))]
+    pub(crate) ff_keep_default_up_to_ms: u32,
+    /// Also run FF with every Table I row applied literally (an arm
+    /// `ff-literal`, --ff-keep-default-up-to-ms 0), to see what keeping
+    /// the default slice changes.
+    #[arg(long)]
+    pub(crate) with_literal: bool,
+    /// Skip the two-programs-at-once runs (paper 4 Fig. 11).
+    #[arg(long)]
+    pub(crate) no_pairs: bool,
     /// Print the JSON document instead of the tables.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Also write the JSON document here (the tables still printed).
+    #[arg(long, value_name = "FILE.json")]
+    pub(crate) report: Option<std::path::PathBuf>,
+}
+
+/// Who schedules a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Arm {
+    /// The kernel alone (EEVDF).
+    Default,
+    /// `corral run --policy ff` as configured.
+    Ff,
+    /// FF with every Table I row applied as is.
+    FfLiteral,
+}
+
+impl Arm {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Arm::Default => "default",
+            Arm::Ff => "ff",
+            Arm::FfLiteral => "ff-literal",
+        }
+    }
+
+    fn params(self, ff: FfParams) -> Option<FfParams> {
+        match self {
+            Arm::Default => None,
+            Arm::Ff => Some(ff),
+            Arm::FfLiteral => Some(FfParams {
+                keep_default_up_to_ms: 0,
+                ..ff
+            }),
+        }
+    }
 }
 
 /// One program's run.
@@ -49,33 +110,61 @@ pub(crate) struct Run {
     pub(crate) voluntary: u64,
     /// Involuntary context switches.
     pub(crate) involuntary: u64,
-    /// FF's quantum in force at the end (Table I), ms; `None` by default.
+    /// FF's Table I quantum in force in its last period with threads, ms;
+    /// `None` by default.
     pub(crate) quantum_ms: Option<u32>,
-    /// The slice read back from its threads at the end, ns.
+    /// What FF asked of the kernel for it.
+    pub(crate) slice: Option<FfSlice>,
+    /// The largest slice read back from its threads then, ns.
     pub(crate) slice_ns: Option<u64>,
-    /// The last period's lock contention.
+    /// That period's lock contention.
     pub(crate) lock_contention: Option<f64>,
+    /// Threads FF left alone then (real-time, batch, idle).
+    pub(crate) threads_not_fair: Option<u32>,
 }
 
-/// One program at one load, default against FF.
+/// One arm at one point over the repeats.
+#[derive(Debug, Serialize)]
+pub(crate) struct ArmRuns {
+    pub(crate) arm: Arm,
+    pub(crate) throughput: Spread,
+    pub(crate) involuntary: Spread,
+    pub(crate) voluntary: Spread,
+    /// Against the default arm (`None` for the default arm itself).
+    pub(crate) verdict: Option<Verdict>,
+    /// Every run, in the order it ran.
+    pub(crate) runs: Vec<Run>,
+}
+
+/// One program at one load, every arm.
 #[derive(Debug, Serialize)]
 pub(crate) struct Row {
     pub(crate) app: &'static str,
     pub(crate) unit: &'static str,
     pub(crate) load_pct: u32,
     pub(crate) threads: u32,
-    pub(crate) default: Run,
-    pub(crate) ff: Run,
+    /// Work per run, sized for --run-ms under the default scheduler.
+    pub(crate) work: u64,
+    pub(crate) arms: Vec<ArmRuns>,
 }
 
-/// Two programs at once (each at 100%: 200% in all).
+/// Two programs at once (each at 100%: 200% in all), one arm.
+#[derive(Debug, Serialize)]
+pub(crate) struct PairArm {
+    pub(crate) arm: Arm,
+    /// Each program's throughput over the repeats.
+    pub(crate) throughput: [Spread; 2],
+    /// Involuntary switches of both together.
+    pub(crate) involuntary: Spread,
+    /// Each program's quantum in its last run.
+    pub(crate) quantum_ms: [Option<u32>; 2],
+}
+
+/// Two programs at once (paper 4 Fig. 11).
 #[derive(Debug, Serialize)]
 pub(crate) struct Pair {
     pub(crate) apps: [&'static str; 2],
-    pub(crate) default: [Run; 2],
-    pub(crate) ff: [Run; 2],
-    /// Involuntary switches of both, default then FF (rusage is per parent).
-    pub(crate) involuntary: [u64; 2],
+    pub(crate) arms: Vec<PairArm>,
 }
 
 /// The simulator's `faithful` against `default` at one shape.
@@ -95,6 +184,9 @@ pub(crate) struct SimRow {
 pub(crate) struct BenchFfReport {
     pub(crate) cores: u32,
     pub(crate) period_ms: u64,
+    pub(crate) repeat: u32,
+    pub(crate) seed: u64,
+    pub(crate) keep_default_up_to_ms: u32,
     pub(crate) notes: Vec<String>,
     pub(crate) rows: Vec<Row>,
     pub(crate) pairs: Vec<Pair>,
@@ -120,6 +212,23 @@ fn count_arg(app: App, threads: u32) -> u32 {
     }
 }
 
+/// The command line for one run: a program that takes work in runs
+/// (`git grep`) runs them all under one shell, so that FF, which follows
+/// children, profiles them as one program.
+fn ff_argv(fx: &Fixture, app: App, threads: u32, work: u64) -> Vec<std::ffi::OsString> {
+    let (runs, per_run) = app.runs(work);
+    let one = app.argv(fx, count_arg(app, threads), per_run);
+    if runs == 1 {
+        return one;
+    }
+    let lp = r#"n=$1; shift; i=0; while [ "$i" -lt "$n" ]; do "$@" || exit; i=$((i+1)); done"#;
+    let mut v: Vec<std::ffi::OsString> =
+        ["sh", "-c", lp, "sh"].into_iter().map(Into::into).collect();
+    v.push(runs.to_string().into());
+    v.extend(one);
+    v
+}
+
 /// Runs `app` once under corral's library (policy none), with FF on it
 /// when `ff`. Its switches are the reaped children's: alone, its own.
 fn run_one(
@@ -137,7 +246,7 @@ fn run_one(
         policy: Policy::None,
         ..RuntimeConfig::default()
     };
-    let argv = app.argv(fx, count_arg(app, threads), work);
+    let argv = ff_argv(fx, app, threads, work);
     let out = if app.reads_stdout() {
         Output::Capture
     } else {
@@ -162,18 +271,28 @@ fn run_one(
             outcome.wall.as_secs_f64(),
         )
         .map_err(|e| CliError(format!("{} at {threads} threads: {e}", app.name())))?;
+    // The last period while the program had threads: one that caught it
+    // exiting holds only its main thread.
     let last = report
         .as_ref()
         .and_then(|r| r.programs.first())
-        .and_then(|p| p.periods.last());
+        .and_then(|p| {
+            p.periods
+                .iter()
+                .rev()
+                .find(|x| x.threads > 1)
+                .or(p.periods.last())
+        });
     Ok((
         Run {
             throughput: done.units / done.seconds.max(1e-9),
             voluntary: after.0.saturating_sub(before.0),
             involuntary: after.1.saturating_sub(before.1),
             quantum_ms: last.map(|l| l.quantum_ms),
+            slice: last.map(|l| l.slice),
             slice_ns: last.and_then(|l| l.slice_ns),
             lock_contention: last.map(|l| l.lock_contention),
+            threads_not_fair: last.map(|l| l.threads_not_fair),
         },
         report,
     ))
@@ -200,7 +319,8 @@ fn calibrate(
     Ok(work)
 }
 
-/// Two programs at once, each with its own FF when `ff`.
+/// Two programs at once, each with its own FF when `ff`; their runs and
+/// the involuntary switches of both.
 fn run_pair(
     fx: &Fixture,
     lib: &Path,
@@ -273,6 +393,38 @@ fn parse_loads(s: &str) -> Result<Vec<u32>, CliError> {
         .collect()
 }
 
+/// Median/range of `f` over `runs`.
+fn spread(runs: &[Run], f: impl Fn(&Run) -> f64) -> Spread {
+    let xs: Vec<f64> = runs.iter().map(f).collect();
+    Spread::of(&xs).unwrap_or(Spread {
+        median: f64::NAN,
+        min: f64::NAN,
+        max: f64::NAN,
+    })
+}
+
+/// Each arm's runs summarised, with its verdict against the first arm
+/// (default).
+fn summarise(arms: &[Arm], runs: Vec<Vec<Run>>) -> Vec<ArmRuns> {
+    let mut out: Vec<ArmRuns> = Vec::new();
+    for (&arm, runs) in arms.iter().zip(runs) {
+        let throughput = spread(&runs, |r| r.throughput);
+        let involuntary = spread(&runs, |r| r.involuntary as f64);
+        let verdict = out
+            .first()
+            .map(|d| Verdict::of((&d.throughput, &d.involuntary), (&throughput, &involuntary)));
+        out.push(ArmRuns {
+            arm,
+            throughput,
+            involuntary,
+            voluntary: spread(&runs, |r| r.voluntary as f64),
+            verdict,
+            runs,
+        });
+    }
+    out
+}
+
 /// Runs the bench; the caller prints the report (`args.json`: as JSON).
 pub(crate) fn run(args: &BenchFfArgs) -> Result<BenchFfReport, CliError> {
     let apps = parse_apps(&args.apps)?;
@@ -288,50 +440,86 @@ pub(crate) fn run(args: &BenchFfArgs) -> Result<BenchFfReport, CliError> {
     }
     let lib = find_preload()?;
     let cores = corral_runtime::affinity::allowed_cpus().len().max(1) as u32;
-    let fx = Fixture::create(&std::env::temp_dir(), apps.contains(&App::Pigz), false)?;
+    let fx = Fixture::create(
+        &std::env::temp_dir(),
+        apps.contains(&App::Pigz),
+        apps.contains(&App::GitGrep),
+    )?;
     let params = FfParams {
         monitoring_period_ns: args.ff_period_ms.max(1) * 1_000_000,
+        keep_default_up_to_ms: args.ff_keep_default_up_to_ms,
         ..FfParams::default()
     };
-    let mut notes = Vec::new();
-    let mut rows = Vec::new();
+    let seed = args.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64)
+    });
+    let mut arms = vec![Arm::Default, Arm::Ff];
+    if args.with_literal {
+        arms.push(Arm::FfLiteral);
+    }
+    // Every point sized first, then every run of every point in one
+    // shuffled order.
+    let mut points = Vec::new();
     for &app in &apps {
         for &load in &loads {
             let threads = (cores * load).div_ceil(100).max(1);
             let work = calibrate(&fx, &lib, app, threads, args.run_ms)?;
-            let (default, _) = run_one(&fx, &lib, app, threads, work, None)?;
-            let (ff, report) = run_one(&fx, &lib, app, threads, work, Some(params))?;
-            for p in report.iter().flat_map(|r| &r.programs) {
-                notes.extend(p.miss.line());
-                notes.extend(p.slice.line());
-            }
-            let unit = app.unit();
-            eprintln!("corral: bench ff: {} at {load}% done", app.name());
-            rows.push(Row {
-                app: app.name(),
-                unit,
-                load_pct: load,
-                threads,
-                default,
-                ff,
-            });
+            points.push((app, load, threads, work));
         }
     }
+    let order: Vec<(usize, usize)> = (0..points.len())
+        .flat_map(|p| (0..arms.len()).map(move |a| (p, a)))
+        .flat_map(|pa| std::iter::repeat_n(pa, args.repeat as usize))
+        .collect();
+    let order = shuffled(order, seed);
+    let mut runs: Vec<Vec<Vec<Run>>> = vec![vec![Vec::new(); arms.len()]; points.len()];
+    let mut notes = Vec::new();
+    for (i, &(p, a)) in order.iter().enumerate() {
+        let (app, load, threads, work) = points[p];
+        let (run, report) = run_one(&fx, &lib, app, threads, work, arms[a].params(params))?;
+        for p in report.iter().flat_map(|r| &r.programs) {
+            notes.extend(p.miss.line());
+            notes.extend(p.slice.line());
+        }
+        eprintln!(
+            "corral: bench ff: [{}/{}] {} at {load}% {}: {:.1} {}",
+            i + 1,
+            order.len(),
+            app.name(),
+            arms[a].name(),
+            run.throughput,
+            app.unit()
+        );
+        runs[p][a].push(run);
+    }
+    let rows = points
+        .iter()
+        .zip(runs)
+        .map(|(&(app, load, threads, work), runs)| Row {
+            app: app.name(),
+            unit: app.unit(),
+            load_pct: load,
+            threads,
+            work,
+            arms: summarise(&arms, runs),
+        })
+        .collect();
     let mut pairs = Vec::new();
-    for w in apps.windows(2) {
-        let (a, b) = (w[0], w[1]);
-        let works = [
-            (a, calibrate(&fx, &lib, a, cores, args.run_ms)?),
-            (b, calibrate(&fx, &lib, b, cores, args.run_ms)?),
-        ];
-        let (default, di) = run_pair(&fx, &lib, works, cores, None)?;
-        let (ff, fi) = run_pair(&fx, &lib, works, cores, Some(params))?;
-        pairs.push(Pair {
-            apps: [a.name(), b.name()],
-            default,
-            ff,
-            involuntary: [di, fi],
-        });
+    if !args.no_pairs {
+        for w in apps.windows(2) {
+            pairs.push(pair(
+                &fx,
+                &lib,
+                [w[0], w[1]],
+                cores,
+                args,
+                &arms,
+                params,
+                seed,
+            )?);
+        }
     }
     let mut sim = Vec::new();
     for workload in ["markov", "phase-change"] {
@@ -346,9 +534,59 @@ pub(crate) fn run(args: &BenchFfArgs) -> Result<BenchFfReport, CliError> {
     Ok(BenchFfReport {
         cores,
         period_ms: args.ff_period_ms,
+        repeat: args.repeat,
+        seed,
+        keep_default_up_to_ms: args.ff_keep_default_up_to_ms,
         notes,
         rows,
         pairs,
         sim,
+    })
+}
+
+/// Two programs at once, every arm `args.repeat` times in a shuffled order.
+#[allow(clippy::too_many_arguments)]
+fn pair(
+    fx: &Fixture,
+    lib: &Path,
+    apps: [App; 2],
+    cores: u32,
+    args: &BenchFfArgs,
+    arms: &[Arm],
+    params: FfParams,
+    seed: u64,
+) -> Result<Pair, CliError> {
+    let works = [
+        (apps[0], calibrate(fx, lib, apps[0], cores, args.run_ms)?),
+        (apps[1], calibrate(fx, lib, apps[1], cores, args.run_ms)?),
+    ];
+    let order: Vec<usize> = (0..arms.len())
+        .flat_map(|a| std::iter::repeat_n(a, args.repeat as usize))
+        .collect();
+    let mut got: Vec<Vec<([Run; 2], u64)>> = vec![Vec::new(); arms.len()];
+    for a in shuffled(order, seed ^ 0x9e37_79b9) {
+        got[a].push(run_pair(fx, lib, works, cores, arms[a].params(params))?);
+    }
+    let arms = arms
+        .iter()
+        .zip(got)
+        .map(|(&arm, runs)| {
+            let side = |i: usize| {
+                let v: Vec<Run> = runs.iter().map(|r| r.0[i].clone()).collect();
+                spread(&v, |r| r.throughput)
+            };
+            let icx: Vec<f64> = runs.iter().map(|r| r.1 as f64).collect();
+            let last = runs.last();
+            PairArm {
+                arm,
+                throughput: [side(0), side(1)],
+                involuntary: Spread::of(&icx).unwrap_or(side(0)),
+                quantum_ms: [0, 1].map(|i| last.and_then(|r| r.0[i].quantum_ms)),
+            }
+        })
+        .collect();
+    Ok(Pair {
+        apps: [apps[0].name(), apps[1].name()],
+        arms,
     })
 }

@@ -5,6 +5,7 @@ mod apps;
 mod ca;
 pub(crate) mod counter;
 mod ff;
+mod ff_stats;
 mod ff_table;
 mod kernel;
 mod lockbench;
@@ -67,6 +68,10 @@ pub(crate) fn run(cmd: BenchCommand) -> Result<(), CliError> {
         BenchCommand::Apps(args) => apps::run(args),
         BenchCommand::Ff(args) => {
             let report = ff::run(&args)?;
+            if let Some(path) = &args.report {
+                std::fs::write(path, serde_json::to_string_pretty(&report)? + "\n")
+                    .map_err(|e| CliError(format!("--report {}: {e}", path.display())))?;
+            }
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {

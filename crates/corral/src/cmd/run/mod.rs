@@ -42,6 +42,13 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "MS", default_value_t = 1000,
           value_parser = clap::value_parser!(u64).range(10..=3_600_000))]
     pub(crate) ff_period_ms: u64,
+    /// FF keeps the kernel's default slice for Table I quanta up to this
+    /// many milliseconds (default 20: OpenSolaris TS's shortest quantum,
+    /// the paper's baseline, against EEVDF's ~1-3 ms); 0 applies every row
+    /// of Table I literally.
+    #[arg(long, value_name = "MS", default_value_t = 20,
+          value_parser = clap::value_parser!(u32).range(0..=250))]
+    pub(crate) ff_keep_default_up_to_ms: u32,
     /// Lock algorithm replacing pthread mutexes. The default, `futex`, puts
     /// waiters to sleep in the kernel; the spin locks (ticket, mcs, ...)
     /// are there to study and reproduce collapse.
@@ -288,7 +295,12 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
                 k.spawned(pid);
             }
             if faithful {
-                *ff.borrow_mut() = start_ff(pid, args.ff_period_ms, args.quiet);
+                *ff.borrow_mut() = start_ff(
+                    pid,
+                    args.ff_period_ms,
+                    args.ff_keep_default_up_to_ms,
+                    args.quiet,
+                );
             }
         },
     )?;
@@ -311,6 +323,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
         outcome.stats.as_ref(),
         outcome.maps.as_deref(),
         log,
+        args.report.is_some() || (!args.quiet && args.top_locks > 0),
     );
     if let Some(k) = &kernel_report {
         let user = std::mem::take(&mut report.locks);
@@ -353,9 +366,10 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
 /// Starts FF over PROG (`pid`) and its children; its notices (no PMU,
 /// slice refused) go to stderr after the first period unless `quiet`. A
 /// driver that cannot start costs one line; PROG runs on.
-fn start_ff(pid: i32, period_ms: u64, quiet: bool) -> Option<FfDriver> {
+fn start_ff(pid: i32, period_ms: u64, keep_default_ms: u32, quiet: bool) -> Option<FfDriver> {
     let params = corral_policy::faithful::FfParams {
         monitoring_period_ns: period_ms * 1_000_000,
+        keep_default_up_to_ms: keep_default_ms,
         ..Default::default()
     };
     FfDriver::start(params, vec![pid], move |lines| {

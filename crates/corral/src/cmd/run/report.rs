@@ -2,6 +2,7 @@
 //! time and every decision, as `--report`'s JSON and as the summary line.
 
 use corral_locks::Algorithm;
+use corral_policy::faithful::FfSlice;
 use corral_runtime::config::{Policy, RuntimeConfig};
 use corral_runtime::events::Event;
 use corral_runtime::faithful::FfReport;
@@ -203,6 +204,7 @@ pub(crate) fn build_report(
     stats: Option<&StatsSnapshot>,
     maps: Option<&str>,
     log: LogSummary,
+    name_locks: bool,
 ) -> RunReport {
     let threads = stats
         .map(|s| {
@@ -235,7 +237,10 @@ pub(crate) fn build_report(
         settle: Settle::of(&progress),
         progress,
         lock_profile: stats.is_some_and(|s| s.lock_profile),
+        // Naming reads every mapped binary's symbols: tens of milliseconds
+        // after PROG's exit, paid only where a table or report shows them.
         locks: stats
+            .filter(|_| name_locks)
             .map(|s| crate::cmd::locks::lock_reports(s, maps))
             .unwrap_or_default(),
         timeline: Vec::new(),
@@ -343,7 +348,15 @@ pub(crate) fn ff_summary(ff: &FfReport) -> Vec<String> {
                 .periods
                 .iter()
                 .filter(|x| x.changed)
-                .map(|x| format!("{} ms (factor {:.2})", x.quantum_ms, x.scaling_factor))
+                .map(|x| match x.slice {
+                    FfSlice::Default => format!(
+                        "{} ms: kernel default slice (factor {:.2})",
+                        x.quantum_ms, x.scaling_factor
+                    ),
+                    FfSlice::Ms { .. } => {
+                        format!("{} ms (factor {:.2})", x.quantum_ms, x.scaling_factor)
+                    }
+                })
                 .collect();
             let (vol, invol) = p
                 .periods
@@ -364,7 +377,13 @@ pub(crate) fn ff_summary(ff: &FfReport) -> Vec<String> {
                 last.threads,
                 vol,
                 invol
-            )
+            ) + &match last.threads_not_fair {
+                0 => String::new(),
+                n => format!(
+                    "; {n} threads in a real-time, batch or idle class (the program's choice) \
+                     left alone"
+                ),
+            }
         })
         .collect()
 }
