@@ -8,13 +8,13 @@
 // are C11 threads (glibc's thrd_create does not go through the
 // interposed pthread_create), so that the first interposed calls are
 // the lock calls of eight threads released together.
-// FAILS TODAY in its "thread" case: late-loaded, the full library's TLS is
-// dynamic, and glibc allocates a thread's block with malloc at its first
+// The "thread" case failed while the late-loaded full library's TLS was
+// dynamic: glibc allocated a thread's block with malloc at its first
 // access, inside the thread's first lock call; a malloc that locks a
-// pthread mutex re-enters corral, which touches the TLS again: unbounded
+// pthread mutex re-entered corral, which touched the TLS again: unbounded
 // recursion, SIGSEGV (jemalloc-linked threaded programs would do this).
-// The fix: no lazily allocated TLS on lock paths (per-thread state reached
-// from the shim's static TLS words, or in them).
+// Now the library's TLS is static (initial-exec, with room reserved by
+// corral run through GLIBC_TUNABLES), placed for every thread at dlopen.
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,11 +145,39 @@ static int race(void)
     return 0;
 }
 
+// A process whose environment lost corral's GLIBC_TUNABLES: the full
+// library cannot be placed in static TLS, and the program must run on
+// glibc's locks, correctly, rather than on dynamic TLS.
+static int no_room(void)
+{
+    thrd_t t[THREADS];
+    for (int i = 0; i < THREADS; i++)
+        if (thrd_create(&t[i], worker, NULL) != thrd_success)
+            return 1;
+    while (atomic_load(&ready) < THREADS)
+        ;
+    atomic_store(&go, 1);
+    for (int i = 0; i < THREADS; i++)
+        thrd_join(t[i], NULL);
+    if (counter != (long)THREADS * ROUNDS) {
+        printf("FAIL: counter %ld, want %ld\n", counter, (long)THREADS * ROUNDS);
+        return 1;
+    }
+    if (loaded_full_library()) {
+        printf("FAIL: the full library was loaded without room in static TLS\n");
+        return 1;
+    }
+    printf("no room: counter %ld on glibc's locks\n", counter);
+    return 0;
+}
+
 static int run_child(const char *self, const char *data, const char *mode)
 {
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
+        if (strcmp(mode, "no-room") == 0)
+            unsetenv("GLIBC_TUNABLES");
         execl(self, self, data, mode, (char *)NULL);
         _exit(127);
     }
@@ -169,6 +197,8 @@ int main(int argc, char **argv)
         return reentry();
     if (argc > 2 && strcmp(argv[2], "thread") == 0)
         return new_thread();
+    if (argc > 2 && strcmp(argv[2], "no-room") == 0)
+        return no_room();
     char self[4096];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n <= 0)
@@ -176,8 +206,8 @@ int main(int argc, char **argv)
     self[n] = 0;
     const char *data = argc > 1 ? argv[1] : "-";
     if (run_child(self, data, "race") || run_child(self, data, "reentry") ||
-        run_child(self, data, "thread"))
+        run_child(self, data, "thread") || run_child(self, data, "no-room"))
         return 1;
-    printf("first calls served: racing, re-entrant, new thread\n");
+    printf("first calls served: racing, re-entrant, new thread, no room\n");
     return 0;
 }

@@ -197,7 +197,6 @@ fn degrade(why: &str) {
 /// thread; only the process `corral run` started reads it now, for its
 /// stats file.
 extern "C" fn on_load() {
-    registry::place_hot_words(shim_hot_tpoff());
     // SAFETY: registering a plain function pointer; no other arguments.
     unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
     if is_root_process() {
@@ -213,37 +212,6 @@ extern "C" fn on_load() {
     }
     // Release: a thread that sees Pending sees CONFIG and STATS.
     STATE.store(MonitorState::Pending as u8, Ordering::Release);
-}
-
-std::thread_local! {
-    static TOUCH: core::cell::Cell<u8> = const { core::cell::Cell::new(0) };
-}
-
-/// Makes glibc allocate this thread's block of this library's TLS now
-/// (one access allocates the whole block). `libcorral_shim.so` calls it
-/// while it loads this library late (then the block is dynamic, allocated
-/// by `malloc` at a thread's first access): a program's `malloc` that locks
-/// a pthread mutex, reached from that allocation, is then served by glibc
-/// (the shim is still loading), not by a corral lock that would touch the
-/// TLS again.
-#[no_mangle]
-pub extern "C" fn corral_preload_touch_tls() {
-    // black_box: an access the compiler cannot drop (nothing reads TOUCH).
-    TOUCH.with(|t| core::hint::black_box(t).set(1));
-}
-
-/// The offset of `libcorral_shim.so`'s lock-attempt words from the thread
-/// pointer, if the shim is loaded (it then loaded this library, or both
-/// were preloaded): one lookup, at this library's load only.
-fn shim_hot_tpoff() -> Option<isize> {
-    // SAFETY: a NUL-terminated name; RTLD_DEFAULT searches the global scope.
-    let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"corral_shim_hot_tpoff".as_ptr()) };
-    if p.is_null() {
-        return None;
-    }
-    // SAFETY: the shim exports this name as a function of exactly this type.
-    let get = unsafe { core::mem::transmute::<*mut libc::c_void, extern "C" fn() -> isize>(p) };
-    Some(get())
 }
 
 /// The configuration from the environment, applied to the waiters; `None`

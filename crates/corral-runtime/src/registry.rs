@@ -514,15 +514,6 @@ pub fn spin_before_park() -> u32 {
     SPIN_BEFORE_PARK.load(Ordering::Relaxed) // Relaxed: a tuning knob.
 }
 
-/// Where every thread's lock-attempt words live (x86_64 Linux): at
-/// `shim_tpoff` from the thread pointer when `libcorral_shim.so` loaded this
-/// library (its static TLS), else (`None`) in this library's own TLS, which
-/// must then be static (loaded at start-up). Called once, by the preload's
-/// constructor, before any other thread runs its code.
-pub fn place_hot_words(shim_tpoff: Option<isize>) {
-    hot::place(shim_tpoff);
-}
-
 /// In a forked child: only the forking thread survives, with a new tid.
 /// Forgets every slot, stops placement and gives the thread back the CPUs
 /// it had before corral moved it. Async-signal-safe (atomics and one syscall).

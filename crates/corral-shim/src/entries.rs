@@ -5,7 +5,7 @@
 //!
 //! Three kinds of caller meet here:
 //! - the first: it loads, fills every slot, then wakes the others;
-//! - another thread while that runs: it sleeps on [`STATE`] (futex) until
+//! - another thread while that runs: it sleeps on [`FILLED`] (futex) until
 //!   the slots are filled, then goes where its slot now points;
 //! - the loading thread itself, re-entering while `dlopen` runs (a
 //!   program's own `malloc` that locks a pthread mutex): it is served by
@@ -19,11 +19,11 @@
 //!   released before its `malloc` returns.
 //!
 //! A child forked while another thread of its parent was loading finds
-//! [`STATE`] `LOADING` with a loader that is not there: it uses glibc's
+//! [`LOADER`] holding a loader that is not there: it uses glibc's
 //! functions for good.
 
 use core::ffi::CStr;
-use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use crate::{load, sys};
 
@@ -93,15 +93,23 @@ pub(crate) const N: usize = 31;
 /// take the full library's per-algorithm functions.
 pub(crate) const MUTEX_OPS: [usize; 3] = [0, 1, 2];
 
-const IDLE: u32 = 0;
-const LOADING: u32 = 1;
-const READY: u32 = 2;
+/// [`LOADER`] before anyone loads.
+const IDLE: u64 = 0;
+/// [`LOADER`] once the slots are filled (no pid is `u32::MAX`).
+const READY: u64 = u64::MAX;
 
-/// IDLE, LOADING or READY; a futex word while LOADING.
-static STATE: AtomicU32 = AtomicU32::new(IDLE);
-/// The loading thread's tid and pid (a fork child sees its parent's).
-static LOADER_TID: AtomicI32 = AtomicI32::new(0);
-static LOADER_PID: AtomicI32 = AtomicI32::new(0);
+/// [`IDLE`], [`READY`], or while a thread loads its pid and tid
+/// ([`loader_id`]): one word, so that no thread ever sees a load under way
+/// without knowing whose it is (a fork child sees its parent's pid).
+static LOADER: AtomicU64 = AtomicU64::new(IDLE);
+/// 0 until [`LOADER`] is [`READY`], then 1: the futex word that waiters
+/// sleep on.
+static FILLED: AtomicU32 = AtomicU32::new(0);
+
+/// The calling thread's pid and tid, as [`LOADER`] holds them.
+fn loader_id() -> u64 {
+    (u64::from(sys::getpid() as u32) << 32) | u64::from(sys::gettid() as u32)
+}
 
 /// glibc's functions, found on first need (re-entrant calls, a failed load).
 static NEXT: [AtomicPtr<()>; N] = [const { AtomicPtr::new(core::ptr::null_mut()) }; N];
@@ -114,33 +122,26 @@ pub(crate) extern "C" fn first_call(i: u32) -> *const () {
     if i >= N {
         sys::abort();
     }
+    let me = loader_id();
     loop {
         // Acquire: pairs with the Release that published the slots.
-        match STATE.load(Ordering::Acquire) {
+        match LOADER.load(Ordering::Acquire) {
             READY => return at(&SLOTS, i).load(Ordering::Acquire), // Acquire: as above
             IDLE => {
-                if STATE
-                    .compare_exchange(IDLE, LOADING, Ordering::Acquire, Ordering::Acquire)
+                if LOADER
+                    .compare_exchange(IDLE, me, Ordering::Acquire, Ordering::Acquire)
                     .is_ok()
                 {
-                    // Relaxed: read by this thread, or by threads that only
-                    // compare them with their own ids.
-                    LOADER_TID.store(sys::gettid(), Ordering::Relaxed);
-                    LOADER_PID.store(sys::getpid(), Ordering::Relaxed);
                     load();
-                    STATE.store(READY, Ordering::Release); // Release: the slots
-                    sys::futex_wake_all(&STATE);
+                    LOADER.store(READY, Ordering::Release); // Release: the slots
+                    FILLED.store(1, Ordering::Release); // Release: as above
+                    sys::futex_wake_all(&FILLED);
                 }
             }
-            _ => {
-                // Relaxed: compared with this thread's own ids (see above).
-                if LOADER_PID.load(Ordering::Relaxed) != sys::getpid()
-                    || LOADER_TID.load(Ordering::Relaxed) == sys::gettid()
-                {
-                    return next(i);
-                }
-                sys::futex_wait(&STATE, LOADING);
-            }
+            // Another process's load (a fork child's view of its parent's),
+            // or this thread's own, re-entered.
+            loading if loading >> 32 != me >> 32 || loading == me => return next(i),
+            _ => sys::futex_wait(&FILLED, 0),
         }
     }
 }

@@ -9,10 +9,12 @@
 //! beyond two `getenv`s. The process `corral run` started loads the full
 //! library at once (its stats file and report).
 //!
-//! The shim also holds the 16 bytes of per-thread words every lock attempt
-//! reads (static TLS, which only a library loaded at start-up may have):
-//! the full library finds them through [`corral_shim_hot_tpoff`], so that
-//! it can itself be loaded late.
+//! The full library's thread-local words are initial-exec TLS, so its
+//! `dlopen` must find room in glibc's static TLS surplus (then no thread's
+//! first access allocates, which would call the program's `malloc` from
+//! inside a lock call): `corral run` reserves that room with
+//! `GLIBC_TUNABLES=glibc.rtld.optional_static_tls`. Where the room is
+//! missing the `dlopen` fails and the process runs on glibc's locks.
 
 #![cfg_attr(not(test), no_std)]
 // The test build keeps the code but not the constructor that reaches it.
@@ -23,43 +25,6 @@ mod load;
 mod sys;
 
 pub use entries::*;
-
-#[cfg(all(not(test), target_arch = "x86_64", target_os = "linux"))]
-mod tls {
-    // 16 zeroed bytes of each thread's static TLS (.tbss is zero-filled for
-    // every thread, as the words' initial state wants).
-    core::arch::global_asm!(
-        ".pushsection .tbss.corral_shim_hot,\"awT\",@nobits",
-        // Global but hidden: the accessor may sit in another object file.
-        ".globl corral_shim_hot",
-        ".hidden corral_shim_hot",
-        ".type corral_shim_hot, @tls_object",
-        ".size corral_shim_hot, 16",
-        ".p2align 3",
-        "corral_shim_hot:",
-        ".zero 16",
-        ".popsection",
-    );
-}
-
-/// The offset of this library's per-thread lock-attempt words from the
-/// thread pointer: the same for every thread (static TLS). The full
-/// library asks once, at its load.
-#[cfg(all(not(test), target_arch = "x86_64", target_os = "linux"))]
-#[no_mangle]
-pub extern "C" fn corral_shim_hot_tpoff() -> isize {
-    let off: isize;
-    // SAFETY: the initial-exec TLS sequence: the GOT slot holds the
-    // symbol's offset from the thread pointer; reading it has no effects.
-    unsafe {
-        core::arch::asm!(
-            "mov {off}, qword ptr [rip + corral_shim_hot@GOTTPOFF]",
-            off = out(reg) off,
-            options(pure, readonly, nostack, preserves_flags),
-        );
-    }
-    off
-}
 
 #[cfg(not(test))]
 #[panic_handler]

@@ -28,17 +28,10 @@ pub(crate) fn load_into<const N: usize>(
         sys::say(&[
             b"corral: cannot load ",
             path.to_bytes(),
-            b"; the program runs on glibc's locks\n",
+            b" (no file, or no room in glibc's static TLS: corral run reserves it in \
+              GLIBC_TUNABLES); the program runs on glibc's locks\n",
         ]);
         return;
-    }
-    // SAFETY: a handle from open_local.
-    let touch = unsafe { sys::symbol(handle, c"corral_preload_touch_tls") };
-    if !touch.is_null() {
-        // SAFETY: the full library's function of this type. Its TLS block
-        // for this thread is allocated here, where re-entrant calls still
-        // go to glibc.
-        unsafe { core::mem::transmute::<*const (), extern "C" fn()>(touch)() };
     }
     for (t, name) in targets.iter_mut().zip(names.iter()) {
         // SAFETY: a handle from open_local.

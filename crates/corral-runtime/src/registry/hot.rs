@@ -1,13 +1,9 @@
-//! The two thread-local words every lock attempt reads. On x86_64 Linux a
-//! lock attempt finds them in two instructions, `%fs:0` plus an offset
-//! kept in [`TPOFF`], as the initial-exec TLS model would, where a
-//! `thread_local!` in a shared object calls `__tls_get_addr` on every lock.
-//! The words themselves are static TLS of a library loaded at start-up:
-//! `libcorral_shim.so`'s when the shim is there (it loads this library
-//! late, with `dlopen`, which may not use static TLS), else this library's
-//! own [`OWN`], which is static TLS when the library itself was preloaded.
-//! Until [`place`] runs (a lock call made before the library's
-//! constructor) the attempt reaches [`OWN`] through `__tls_get_addr`.
+//! The two thread-local words every lock attempt reads. On x86_64 Linux
+//! they live in the initial-exec TLS model: two instructions to find them,
+//! where a `thread_local!` in the preload library (a shared object, so the
+//! general-dynamic model) calls `__tls_get_addr` on every lock. That model
+//! needs the library loaded at start-up (`LD_PRELOAD`, as `corral run`
+//! does) or room in glibc's static TLS surplus for a later `dlopen`.
 
 use core::cell::Cell;
 
@@ -26,81 +22,43 @@ pub(super) struct Hot {
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod imp {
     use super::Hot;
-    use core::cell::Cell;
-    use core::sync::atomic::{AtomicIsize, Ordering};
+
+    // 16 zeroed bytes of each thread's TLS block (.tbss is zero-filled for
+    // every thread, as `Hot`'s initial state wants). Global but hidden: code
+    // inlined into other crates of the same library names it, nothing outside.
+    core::arch::global_asm!(
+        ".pushsection .tbss.corral_runtime_attempt_hot,\"awT\",@nobits",
+        ".globl corral_runtime_attempt_hot",
+        ".hidden corral_runtime_attempt_hot",
+        ".type corral_runtime_attempt_hot, @tls_object",
+        ".size corral_runtime_attempt_hot, 16",
+        ".p2align 3",
+        "corral_runtime_attempt_hot:",
+        ".zero 16",
+        ".popsection",
+    );
 
     const _: () = assert!(core::mem::size_of::<Hot>() == 16 && core::mem::align_of::<Hot>() <= 8);
-
-    /// The words' offset from the thread pointer, the same for every
-    /// thread (static TLS); 0 until [`place`].
-    static TPOFF: AtomicIsize = AtomicIsize::new(0);
-
-    std::thread_local! {
-        // Const-initialised, no destructor: first use allocates nothing
-        // where the block is static.
-        static OWN: Hot = const {
-            Hot { watch: Cell::new(core::ptr::null()), quiet: Cell::new(0) }
-        };
-    }
-
-    /// The thread pointer (`%fs:0` holds its own address, x86_64 TLS ABI).
-    #[inline(always)]
-    fn thread_pointer() -> isize {
-        let tp: isize;
-        // SAFETY: reads the TCB's self-pointer; fixed for the thread.
-        unsafe {
-            core::arch::asm!(
-                "mov {tp}, qword ptr fs:[0]",
-                tp = out(reg) tp,
-                options(pure, readonly, nostack, preserves_flags),
-            );
-        }
-        tp
-    }
 
     /// Runs `f` on the calling thread's [`Hot`].
     #[inline(always)]
     pub(in crate::registry) fn with<R>(f: impl FnOnce(&Hot) -> R) -> R {
-        let off: isize;
-        // SAFETY: a plain 8-byte load of TPOFF (as a Relaxed atomic load:
-        // set once before any other thread runs this library's code, and
-        // readers before it take the cold path to the same bytes), named
-        // directly: a Rust access of a static of another crate of this
-        // library goes through the GOT, one load more on every lock.
+        let p: *const Hot;
+        // SAFETY: the initial-exec sequence of the x86_64 TLS ABI: %fs:0 is
+        // the thread pointer, the GOT slot holds the symbol's offset from it.
+        // Both words are fixed for the thread, hence `pure`.
         unsafe {
             core::arch::asm!(
-                "mov {off}, qword ptr [rip + {tpoff}]",
-                off = out(reg) off,
-                tpoff = sym TPOFF,
-                options(readonly, nostack, preserves_flags),
+                "mov {p}, qword ptr fs:[0]",
+                "add {p}, qword ptr [rip + corral_runtime_attempt_hot@GOTTPOFF]",
+                p = out(reg) p,
+                options(pure, readonly, nostack),
             );
         }
-        let p = if off != 0 {
-            (thread_pointer() + off) as *const Hot
-        } else {
-            own()
-        };
         // SAFETY: `p` is this thread's 16 bytes, 8-aligned, which live as
         // long as the thread and which only this thread touches; all-zero
         // bytes are a valid `Hot` (null pointer, zero).
         f(unsafe { &*p })
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn own() -> *const Hot {
-        OWN.with(|h| h as *const Hot)
-    }
-
-    /// Where the words live from now on: at `shim_tpoff` from the thread
-    /// pointer (the shim's static TLS), or with `None` this library's own,
-    /// which must then be static TLS (the library was loaded at start-up,
-    /// as `LD_PRELOAD` does: the only other way corral loads it is the
-    /// shim's `dlopen`).
-    pub(in crate::registry) fn place(shim_tpoff: Option<isize>) {
-        let off = shim_tpoff.unwrap_or_else(|| own() as isize - thread_pointer());
-        // Relaxed: see `with`.
-        TPOFF.store(off, Ordering::Relaxed);
     }
 }
 
@@ -121,9 +79,6 @@ mod imp {
     pub(in crate::registry) fn with<R>(f: impl FnOnce(&Hot) -> R) -> R {
         HOT.with(f)
     }
-
-    /// Nothing to place: every thread reaches its own `thread_local!`.
-    pub(in crate::registry) fn place(_shim_tpoff: Option<isize>) {}
 }
 
-pub(super) use imp::{place, with};
+pub(super) use imp::with;

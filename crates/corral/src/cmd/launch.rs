@@ -201,9 +201,19 @@ pub(crate) fn launch_observed(
     let mut cmd = Command::new(name);
     cmd.args(args);
     if let Some(lib) = preload {
-        let first = match shim_beside(lib) {
-            Some(shim) => {
+        // The shim only where the full library's TLS size is known: its
+        // late dlopen needs that room (see static_tls).
+        let shim = shim_beside(lib).zip(super::static_tls::need_of(lib).ok());
+        let first = match shim {
+            Some((shim, need)) => {
                 cmd.env(ENV_SHIM_TARGET, std::path::absolute(lib)?);
+                cmd.env(
+                    "GLIBC_TUNABLES",
+                    super::static_tls::tunables_with_room(
+                        std::env::var_os("GLIBC_TUNABLES").as_deref(),
+                        need,
+                    ),
+                );
                 shim
             }
             None => lib.to_path_buf(),
