@@ -10,10 +10,10 @@ echo "== Debian packages the tests use (installed if missing)"
 bash scripts/ci-deps.sh
 
 echo "== cargo test (workspace)"
-# The CLI's run tests load libcorral_preload.so from beside the test's
-# `corral`; no crate depends on the cdylib, so `cargo test` alone does not
-# build it.
-cargo build -q -p corral-preload
+# The CLI's run tests load libcorral_shim.so and libcorral_preload.so from
+# beside the test's `corral`; no crate depends on the cdylibs, so `cargo
+# test` alone does not build them.
+cargo build -q -p corral-preload -p corral-shim
 cargo test --workspace --all-targets
 
 echo "== loom model checks (corral-locks)"
@@ -21,7 +21,7 @@ RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
     cargo test -p corral-locks --release --test loom
 
 echo "== C programs with and without libcorral_preload.so"
-cargo build --release -q -p corral -p corral-preload
+cargo build --release -q -p corral -p corral-preload -p corral-shim
 tests/run-c-tests.sh
 
 echo "== real programs under corral run"

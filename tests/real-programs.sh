@@ -11,8 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 corral=${1:-target/release/corral}
-if [[ ! -x $corral || ! -f $(dirname "$corral")/libcorral_preload.so ]]; then
-    cargo build --release -q -p corral -p corral-preload
+if [[ ! -x $corral || ! -f $(dirname "$corral")/libcorral_preload.so || ! -f $(dirname "$corral")/libcorral_shim.so ]]; then
+    cargo build --release -q -p corral -p corral-preload -p corral-shim
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

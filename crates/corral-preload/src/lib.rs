@@ -34,6 +34,7 @@ pub use mutex::{
     pthread_mutex_clocklock, pthread_mutex_destroy, pthread_mutex_init, pthread_mutex_lock,
     pthread_mutex_timedlock, pthread_mutex_trylock, pthread_mutex_unlock,
 };
+pub use mutex_core::{corral_preload_mutex_ops, MutexOps};
 pub use rwlock::{
     pthread_rwlock_clockrdlock, pthread_rwlock_clockwrlock, pthread_rwlock_destroy,
     pthread_rwlock_init, pthread_rwlock_rdlock, pthread_rwlock_timedrdlock,

@@ -138,12 +138,18 @@ fn is_plain(kind: i32) -> bool {
 
 /// The hot entry points, specialised for one algorithm: the process's
 /// algorithm costs one load and an indirect jump, not a `match` per call.
-#[derive(Clone, Copy)]
-struct MutexOps {
-    lock: unsafe fn(*mut libc::pthread_mutex_t) -> c_int,
-    try_lock: unsafe fn(*mut libc::pthread_mutex_t) -> c_int,
-    unlock: unsafe fn(*mut libc::pthread_mutex_t) -> c_int,
+/// C layout: `lock`, `try_lock`, `unlock` (see [`corral_preload_mutex_ops`]).
+#[derive(Clone, Copy, Debug)]
+#[repr(C)]
+pub struct MutexOps {
+    lock: MutexEntry,
+    try_lock: MutexEntry,
+    unlock: MutexEntry,
 }
+
+/// One of [`MutexOps`]' entries: C's ABI, so that `libcorral_shim.so`
+/// jumps to it straight from `pthread_mutex_lock` and its kin.
+type MutexEntry = unsafe extern "C" fn(*mut libc::pthread_mutex_t) -> c_int;
 
 /// `algorithm`'s ops. A parking algorithm's waiters sleep by themselves,
 /// never on the parking words, so its unlocks skip them.
@@ -195,6 +201,18 @@ fn ops() -> &'static MutexOps {
     unsafe { &*p }
 }
 
+/// The process's `pthread_mutex_lock`, `_trylock` and `_unlock`, resolved
+/// for its algorithm: `libcorral_shim.so` points its entries at them, one
+/// indirect jump from the program's call to the algorithm's code.
+///
+/// # Safety
+/// `out` points to writable storage for a [`MutexOps`].
+#[no_mangle]
+pub unsafe extern "C" fn corral_preload_mutex_ops(out: *mut MutexOps) {
+    // SAFETY: the function's contract.
+    unsafe { out.write(*resolved()) };
+}
+
 /// The ops of [`lockdispatch::current`], stored for later calls.
 #[cold]
 fn resolved() -> &'static MutexOps {
@@ -211,7 +229,7 @@ fn resolved() -> &'static MutexOps {
 /// # Safety
 /// `m` points to a live mutex.
 #[cold]
-unsafe fn resolve_lock(m: *mut libc::pthread_mutex_t) -> c_int {
+unsafe extern "C" fn resolve_lock(m: *mut libc::pthread_mutex_t) -> c_int {
     // SAFETY: the function's contract.
     unsafe { (resolved().lock)(m) }
 }
@@ -221,7 +239,7 @@ unsafe fn resolve_lock(m: *mut libc::pthread_mutex_t) -> c_int {
 /// # Safety
 /// `m` points to a live mutex.
 #[cold]
-unsafe fn resolve_try_lock(m: *mut libc::pthread_mutex_t) -> c_int {
+unsafe extern "C" fn resolve_try_lock(m: *mut libc::pthread_mutex_t) -> c_int {
     // SAFETY: the function's contract.
     unsafe { (resolved().try_lock)(m) }
 }
@@ -231,7 +249,7 @@ unsafe fn resolve_try_lock(m: *mut libc::pthread_mutex_t) -> c_int {
 /// # Safety
 /// `m` points to a live mutex.
 #[cold]
-unsafe fn resolve_unlock(m: *mut libc::pthread_mutex_t) -> c_int {
+unsafe extern "C" fn resolve_unlock(m: *mut libc::pthread_mutex_t) -> c_int {
     // SAFETY: the function's contract.
     unsafe { (resolved().unlock)(m) }
 }
@@ -270,7 +288,9 @@ pub(crate) unsafe fn unlock(m: *mut libc::pthread_mutex_t) -> c_int {
 ///
 /// # Safety
 /// `m` points to a live mutex.
-unsafe fn lock_as<L: RawLock, const PARKS: bool>(m: *mut libc::pthread_mutex_t) -> c_int {
+unsafe extern "C" fn lock_as<L: RawLock, const PARKS: bool>(
+    m: *mut libc::pthread_mutex_t,
+) -> c_int {
     // SAFETY: the function's contract.
     let w = unsafe { words(m) };
     if !is_plain(w.kind()) {
@@ -285,7 +305,7 @@ unsafe fn lock_as<L: RawLock, const PARKS: bool>(m: *mut libc::pthread_mutex_t) 
 ///
 /// # Safety
 /// `m` points to a live mutex.
-unsafe fn try_lock_as<L: RawLock>(m: *mut libc::pthread_mutex_t) -> c_int {
+unsafe extern "C" fn try_lock_as<L: RawLock>(m: *mut libc::pthread_mutex_t) -> c_int {
     // SAFETY: the function's contract.
     let w = unsafe { words(m) };
     if !is_plain(w.kind()) {
@@ -303,7 +323,9 @@ unsafe fn try_lock_as<L: RawLock>(m: *mut libc::pthread_mutex_t) -> c_int {
 ///
 /// # Safety
 /// `m` points to a live mutex.
-unsafe fn unlock_as<L: RawLock, const PARKS: bool>(m: *mut libc::pthread_mutex_t) -> c_int {
+unsafe extern "C" fn unlock_as<L: RawLock, const PARKS: bool>(
+    m: *mut libc::pthread_mutex_t,
+) -> c_int {
     // SAFETY: the function's contract.
     let w = unsafe { words(m) };
     if !is_plain(w.kind()) {

@@ -44,6 +44,10 @@ pub const ENV_PARENT_PID: &str = match ENV_PARENT_PID_C.to_str() {
     Ok(name) => name,
     Err(_) => panic!("an ASCII name"),
 };
+/// Where `libcorral_shim.so` finds the full library (`libcorral_preload.so`)
+/// that it loads at a process's first pthread lock call: `corral run` puts
+/// the shim in `LD_PRELOAD` and the full library's path here.
+pub const ENV_SHIM_TARGET: &str = "CORRAL_SHIM_TARGET";
 /// [`ENV_PARENT_PID`] as a C string, for `getenv` where nothing may
 /// allocate (the preload reads it at every exec).
 pub const ENV_PARENT_PID_C: &core::ffi::CStr = c"CORRAL_PARENT_PID";

@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use corral_runtime::config::{RuntimeConfig, ENV_EVENTS, ENV_PARENT_PID, ENV_TOPOLOGY};
+use corral_runtime::config::{
+    RuntimeConfig, ENV_EVENTS, ENV_PARENT_PID, ENV_SHIM_TARGET, ENV_TOPOLOGY,
+};
 use corral_runtime::stats::{StatsMap, StatsSnapshot};
 
 use super::signals;
@@ -16,6 +18,9 @@ use crate::CliError;
 const PRELOAD_NAME: &str = "libcorral_preload.so";
 /// Overrides where the preload library is looked for.
 const ENV_PRELOAD: &str = "CORRAL_PRELOAD";
+/// The small preload that loads the full library at a process's first
+/// pthread lock call (crates/corral-shim), looked for beside it.
+const SHIM_NAME: &str = "libcorral_shim.so";
 
 /// Finds `libcorral_preload.so`: `$CORRAL_PRELOAD`, else next to this
 /// executable. Run from a cargo target directory of this workspace (e.g.
@@ -60,12 +65,13 @@ fn build_preload(dir: &Path) -> Result<(), CliError> {
     if !manifest.is_file() || !(profile == "release" || profile == "debug") {
         return Ok(());
     }
-    eprintln!("corral: building {PRELOAD_NAME} once (cargo build -p corral-preload)...");
+    eprintln!(
+        "corral: building {PRELOAD_NAME} and {SHIM_NAME} once (cargo build -p corral-preload -p corral-shim)..."
+    );
     let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     cmd.arg("build")
         .arg("-q")
-        .arg("-p")
-        .arg("corral-preload")
+        .args(["-p", "corral-preload", "-p", "corral-shim"])
         .arg("--manifest-path")
         .arg(&manifest);
     cmd.arg("--target-dir").arg(target_dir);
@@ -101,6 +107,15 @@ pub(crate) fn resolve_program(prog: &std::ffi::OsStr) -> Option<PathBuf> {
     std::env::split_paths(&path)
         .map(|d| d.join(prog))
         .find(|p| is_exec(p))
+}
+
+/// `libcorral_shim.so` beside the full library `lib`, if it is there: what
+/// `corral run` preloads, so that a process that never locks (most of what
+/// a script execs) never loads the full library. Without it the full
+/// library is preloaded itself, as before the shim.
+fn shim_beside(lib: &Path) -> Option<PathBuf> {
+    let shim = lib.with_file_name(SHIM_NAME);
+    shim.is_file().then_some(shim)
 }
 
 /// `LD_PRELOAD` with corral's library after the entries already there: a
@@ -186,9 +201,26 @@ pub(crate) fn launch_observed(
     let mut cmd = Command::new(name);
     cmd.args(args);
     if let Some(lib) = preload {
+        // The shim only where the full library's TLS size is known: its
+        // late dlopen needs that room (see static_tls).
+        let shim = shim_beside(lib).zip(super::static_tls::need_of(lib).ok());
+        let first = match shim {
+            Some((shim, need)) => {
+                cmd.env(ENV_SHIM_TARGET, std::path::absolute(lib)?);
+                cmd.env(
+                    "GLIBC_TUNABLES",
+                    super::static_tls::tunables_with_room(
+                        std::env::var_os("GLIBC_TUNABLES").as_deref(),
+                        need,
+                    ),
+                );
+                shim
+            }
+            None => lib.to_path_buf(),
+        };
         cmd.env(
             "LD_PRELOAD",
-            preload_list(std::env::var_os("LD_PRELOAD"), lib),
+            preload_list(std::env::var_os("LD_PRELOAD"), &first),
         );
         for (k, v) in cfg.to_env() {
             cmd.env(k, v);

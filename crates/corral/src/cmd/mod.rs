@@ -16,4 +16,5 @@ pub(crate) mod reproduce;
 pub(crate) mod run;
 pub(crate) mod signals;
 pub(crate) mod sim;
+pub(crate) mod static_tls;
 pub(crate) mod top;

@@ -1,0 +1,226 @@
+//! The exported pthread entry points: each jumps through its slot, which
+//! leads first to its stub (load, then jump on) and, once the full library
+//! is loaded, straight to the full library's function (for the mutex's
+//! lock, trylock and unlock: its algorithm's code, no dispatch between).
+//!
+//! Three kinds of caller meet here:
+//! - the first: it loads, fills every slot, then wakes the others;
+//! - another thread while that runs: it sleeps on [`FILLED`] (futex) until
+//!   the slots are filled, then goes where its slot now points;
+//! - the loading thread itself, re-entering while `dlopen` runs (a
+//!   program's own `malloc` that locks a pthread mutex): it is served by
+//!   glibc's function. glibc's and corral's unlocked mutexes look alike
+//!   (zero bytes but `__kind` at offset 16, which both read the same), so a
+//!   mutex that glibc locks and unlocks inside the load is corral's after
+//!   it. One that glibc locks during the load and corral unlocks after it
+//!   would not be: corral would release a lock it never took (and glibc's
+//!   lock word stays set). No caller corral knows does that: the load runs
+//!   only the full library's own constructor, and an allocator's lock is
+//!   released before its `malloc` returns.
+//!
+//! A child forked while another thread of its parent was loading finds
+//! [`LOADER`] holding a loader that is not there: it uses glibc's
+//! functions for good.
+
+use core::ffi::CStr;
+use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
+
+use crate::{load, sys};
+
+/// Defines, for each `index name stub`, the exported `name` (one jump
+/// through `SLOTS[index]`) and `stub` (saves the six argument registers,
+/// asks [`first_call`] where to go, restores them and goes there), and the
+/// tables `SLOTS` and `NAMES`.
+macro_rules! entries {
+    ($($i:literal $name:ident $stub:ident;)*) => {
+        $(
+            #[doc = concat!("`", stringify!($name), "`: a jump to corral's (or, where it cannot load, glibc's).")]
+            ///
+            /// # Safety
+            /// As the POSIX function of this name; its arguments reach the
+            /// function jumped to untouched.
+            // Unexported in the test build: it would interpose the test's own calls.
+            #[cfg_attr(not(test), no_mangle)]
+            #[unsafe(naked)]
+            pub unsafe extern "C" fn $name() {
+                core::arch::naked_asm!(
+                    "jmp qword ptr [rip + {slots} + {off}]",
+                    slots = sym SLOTS,
+                    off = const $i * 8,
+                );
+            }
+
+            /// The slot's first target: loads, then continues the call.
+            ///
+            /// # Safety
+            /// Reached only by a jump from the entry point of the same index.
+            #[unsafe(naked)]
+            unsafe extern "C" fn $stub() {
+                // At entry rsp is 8 mod 16; six pushes and 8 bytes more make
+                // the call's stack 16-aligned, as the ABI wants.
+                core::arch::naked_asm!(
+                    "push rdi", "push rsi", "push rdx", "push rcx", "push r8", "push r9",
+                    "sub rsp, 8",
+                    "mov edi, {i}",
+                    "call {first}",
+                    "mov r11, rax",
+                    "add rsp, 8",
+                    "pop r9", "pop r8", "pop rcx", "pop rdx", "pop rsi", "pop rdi",
+                    "jmp r11",
+                    i = const $i,
+                    first = sym first_call,
+                );
+            }
+        )*
+
+        /// Where each entry point jumps: its stub until the load, then the
+        /// function it stands for.
+        pub(crate) static SLOTS: [AtomicPtr<()>; N] = [$(AtomicPtr::new($stub as *mut ())),*];
+
+        /// Each entry point's name, by index.
+        pub(crate) static NAMES: [&CStr; N] = [$(
+            match CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes()) {
+                Ok(name) => name,
+                Err(_) => panic!("a name without NUL"),
+            }
+        ),*];
+    };
+}
+
+/// How many entry points.
+pub(crate) const N: usize = 31;
+/// The indexes of `pthread_mutex_lock`, `_trylock` and `_unlock`, which
+/// take the full library's per-algorithm functions.
+pub(crate) const MUTEX_OPS: [usize; 3] = [0, 1, 2];
+
+/// [`LOADER`] before anyone loads.
+const IDLE: u64 = 0;
+/// [`LOADER`] once the slots are filled (no pid is `u32::MAX`).
+const READY: u64 = u64::MAX;
+
+/// [`IDLE`], [`READY`], or while a thread loads its pid and tid
+/// ([`loader_id`]): one word, so that no thread ever sees a load under way
+/// without knowing whose it is (a fork child sees its parent's pid).
+static LOADER: AtomicU64 = AtomicU64::new(IDLE);
+/// 0 until [`LOADER`] is [`READY`], then 1: the futex word that waiters
+/// sleep on.
+static FILLED: AtomicU32 = AtomicU32::new(0);
+
+/// The calling thread's pid and tid, as [`LOADER`] holds them.
+fn loader_id() -> u64 {
+    (u64::from(sys::getpid() as u32) << 32) | u64::from(sys::gettid() as u32)
+}
+
+/// glibc's functions, found on first need (re-entrant calls, a failed load).
+static NEXT: [AtomicPtr<()>; N] = [const { AtomicPtr::new(core::ptr::null_mut()) }; N];
+
+/// Where the call that reached stub `i` goes on.
+pub(crate) extern "C" fn first_call(i: u32) -> *const () {
+    let i = i as usize;
+    // Checked once, here: the stubs pass 0..N, and a bounds-check panic
+    // would link core's formatting into every process.
+    if i >= N {
+        sys::abort();
+    }
+    let me = loader_id();
+    loop {
+        // Acquire: pairs with the Release that published the slots.
+        match LOADER.load(Ordering::Acquire) {
+            READY => return at(&SLOTS, i).load(Ordering::Acquire), // Acquire: as above
+            IDLE => {
+                if LOADER
+                    .compare_exchange(IDLE, me, Ordering::Acquire, Ordering::Acquire)
+                    .is_ok()
+                {
+                    load();
+                    LOADER.store(READY, Ordering::Release); // Release: the slots
+                    FILLED.store(1, Ordering::Release); // Release: as above
+                    sys::futex_wake_all(&FILLED);
+                }
+            }
+            // Another process's load (a fork child's view of its parent's),
+            // or this thread's own, re-entered.
+            loading if loading >> 32 != me >> 32 || loading == me => return next(i),
+            _ => sys::futex_wait(&FILLED, 0),
+        }
+    }
+}
+
+/// glibc's function `i` (the next object's), aborting if there is none.
+fn next(i: usize) -> *const () {
+    // Relaxed: racing finders store the same pointer.
+    let p = at(&NEXT, i).load(Ordering::Relaxed);
+    if !p.is_null() {
+        return p;
+    }
+    let name = *at(&NAMES, i);
+    let p = sys::next_symbol(name);
+    if p.is_null() {
+        sys::say(&[b"corral: no ", name.to_bytes(), b" past corral's shim\n"]);
+        sys::abort();
+    }
+    at(&NEXT, i).store(p.cast_mut(), Ordering::Relaxed); // Relaxed: see above
+    p
+}
+
+/// Loads the full library and fills every slot from it; from glibc where
+/// it has no such function or cannot be loaded.
+fn load() {
+    let mut targets = [core::ptr::null::<()>(); N];
+    load::load_into(&mut targets, &NAMES, MUTEX_OPS);
+    for ((i, t), slot) in targets.into_iter().enumerate().zip(SLOTS.iter()) {
+        let t = if t.is_null() { next(i) } else { t };
+        slot.store(t.cast_mut(), Ordering::Release); // Release: callers jump to it
+    }
+}
+
+/// At load: the process `corral run` started loads the full library now.
+pub(crate) extern "C" fn on_load() {
+    if load::loads_at_start() {
+        // The process has one thread: nothing races this call.
+        let _ = first_call(0);
+    }
+}
+
+/// `table[i]`, with no panic path (abort instead).
+#[inline]
+fn at<T>(table: &[T; N], i: usize) -> &T {
+    match table.get(i) {
+        Some(t) => t,
+        None => sys::abort(),
+    }
+}
+
+entries! {
+    0 pthread_mutex_lock stub_0;
+    1 pthread_mutex_trylock stub_1;
+    2 pthread_mutex_unlock stub_2;
+    3 pthread_cond_broadcast stub_3;
+    4 pthread_cond_clockwait stub_4;
+    5 pthread_cond_destroy stub_5;
+    6 pthread_cond_init stub_6;
+    7 pthread_cond_signal stub_7;
+    8 pthread_cond_timedwait stub_8;
+    9 pthread_cond_wait stub_9;
+    10 pthread_create stub_10;
+    11 pthread_mutex_clocklock stub_11;
+    12 pthread_mutex_destroy stub_12;
+    13 pthread_mutex_init stub_13;
+    14 pthread_mutex_timedlock stub_14;
+    15 pthread_rwlock_clockrdlock stub_15;
+    16 pthread_rwlock_clockwrlock stub_16;
+    17 pthread_rwlock_destroy stub_17;
+    18 pthread_rwlock_init stub_18;
+    19 pthread_rwlock_rdlock stub_19;
+    20 pthread_rwlock_timedrdlock stub_20;
+    21 pthread_rwlock_timedwrlock stub_21;
+    22 pthread_rwlock_tryrdlock stub_22;
+    23 pthread_rwlock_trywrlock stub_23;
+    24 pthread_rwlock_unlock stub_24;
+    25 pthread_rwlock_wrlock stub_25;
+    26 pthread_spin_destroy stub_26;
+    27 pthread_spin_init stub_27;
+    28 pthread_spin_lock stub_28;
+    29 pthread_spin_trylock stub_29;
+    30 pthread_spin_unlock stub_30;
+}

@@ -1,0 +1,65 @@
+//! `libcorral_shim.so`: what `corral run` preloads into every process. It
+//! exports the pthread functions corral interposes, each a single
+//! `jmp *slot(%rip)`; a slot first leads to a stub that
+//! `dlopen`s the full library (`libcorral_preload.so`, named by
+//! `CORRAL_SHIM_TARGET`) and points every slot into it. A process that
+//! never calls one of them (a shell, `/bin/true`: most of what a script
+//! execs) never loads the full library, and pays at its exec for this
+//! library alone: no std, three imported symbols, no constructor work
+//! beyond two `getenv`s. The process `corral run` started loads the full
+//! library at once (its stats file and report).
+//!
+//! The full library's thread-local words are initial-exec TLS, so its
+//! `dlopen` must find room in glibc's static TLS surplus (then no thread's
+//! first access allocates, which would call the program's `malloc` from
+//! inside a lock call): `corral run` reserves that room with
+//! `GLIBC_TUNABLES=glibc.rtld.optional_static_tls`. Where the room is
+//! missing the `dlopen` fails and the process runs on glibc's locks.
+
+#![cfg_attr(not(test), no_std)]
+// The test build keeps the code but not the constructor that reaches it.
+#![cfg_attr(test, allow(dead_code))]
+
+mod entries;
+mod load;
+mod sys;
+
+pub use entries::*;
+
+#[cfg(not(test))]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
+    sys::abort()
+}
+
+// The constructor: the process `corral run` started loads the full library
+// now, so that its stats file exists even if it never locks.
+#[cfg(not(test))]
+#[used]
+#[link_section = ".init_array"]
+static ON_LOAD: extern "C" fn() = entries::on_load;
+
+#[cfg(test)]
+mod tests {
+    /// The shim cannot depend on corral-runtime (std): its names are
+    /// spelled twice, and must agree.
+    #[test]
+    fn env_names_match_the_runtime() {
+        assert_eq!(
+            crate::load::ENV_TARGET.to_str().unwrap(),
+            corral_runtime::config::ENV_SHIM_TARGET
+        );
+        assert_eq!(
+            crate::load::ENV_PARENT_PID,
+            corral_runtime::config::ENV_PARENT_PID_C
+        );
+    }
+
+    #[test]
+    fn parses_pids() {
+        assert_eq!(crate::load::parse_pid(b"123"), Some(123));
+        assert_eq!(crate::load::parse_pid(b""), None);
+        assert_eq!(crate::load::parse_pid(b"12a"), None);
+        assert_eq!(crate::load::parse_pid(b"99999999999"), None);
+    }
+}

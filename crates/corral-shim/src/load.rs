@@ -1,0 +1,81 @@
+//! Loading the full library: where the first interposed call (see
+//! `entries`) finds each function.
+
+use core::ffi::CStr;
+
+use crate::sys;
+
+/// Names the full library (`corral_runtime::config::ENV_SHIM_TARGET`).
+pub(crate) const ENV_TARGET: &CStr = c"CORRAL_SHIM_TARGET";
+/// `corral_runtime::config::ENV_PARENT_PID_C`: set to the pid of `corral
+/// run`, the parent of the process it started.
+pub(crate) const ENV_PARENT_PID: &CStr = c"CORRAL_PARENT_PID";
+
+/// Fills `targets` from the full library (null where it has no such
+/// name); `mutex_ops` are the indexes of `pthread_mutex_lock`, `_trylock`
+/// and `_unlock`, which get its algorithm's functions. Does nothing (after
+/// one line on stderr) where it cannot be loaded.
+pub(crate) fn load_into<const N: usize>(
+    targets: &mut [*const (); N],
+    names: &[&CStr; N],
+    mutex_ops: [usize; 3],
+) {
+    let Some(path) = sys::env(ENV_TARGET) else {
+        return;
+    };
+    let handle = sys::open_local(path);
+    if handle.is_null() {
+        sys::say(&[
+            b"corral: cannot load ",
+            path.to_bytes(),
+            b" (no file, or no room in glibc's static TLS: corral run reserves it in \
+              GLIBC_TUNABLES); the program runs on glibc's locks\n",
+        ]);
+        return;
+    }
+    for (t, name) in targets.iter_mut().zip(names.iter()) {
+        // SAFETY: a handle from open_local.
+        *t = unsafe { sys::symbol(handle, name) };
+    }
+    // SAFETY: as above.
+    let ops = unsafe { sys::symbol(handle, c"corral_preload_mutex_ops") };
+    if ops.is_null() {
+        return;
+    }
+    let mut table = [core::ptr::null::<()>(); 3];
+    // SAFETY: the full library's function of this type, writing three
+    // function pointers (its `MutexOps`, C layout).
+    unsafe {
+        let f = core::mem::transmute::<*const (), extern "C" fn(*mut [*const (); 3])>(ops);
+        f(&mut table);
+    }
+    for (&slot, op) in mutex_ops.iter().zip(table) {
+        if let Some(t) = targets.get_mut(slot) {
+            *t = op;
+        }
+    }
+}
+
+/// Whether this process is the one `corral run` started (its parent's pid
+/// is in the environment) and has a full library to load at once.
+pub(crate) fn loads_at_start() -> bool {
+    let Some(parent) = sys::env(ENV_PARENT_PID).and_then(|v| parse_pid(v.to_bytes())) else {
+        return false;
+    };
+    parent == sys::getppid() && sys::env(ENV_TARGET).is_some()
+}
+
+/// A pid in decimal.
+pub(crate) fn parse_pid(digits: &[u8]) -> Option<i32> {
+    if digits.is_empty() || digits.len() > 10 {
+        return None;
+    }
+    let mut pid: i64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        pid = pid * 10 + i64::from(d - b'0');
+    }
+    i32::try_from(pid).ok()
+}

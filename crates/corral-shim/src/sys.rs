@@ -1,0 +1,157 @@
+//! The shim's few OS calls: three symbols from libc (each an eager symbol
+//! lookup at every exec, so no more), the rest raw system calls.
+
+use core::ffi::{c_char, c_int, c_void, CStr};
+
+#[link(name = "c")]
+extern "C" {
+    fn getenv(name: *const c_char) -> *const c_char;
+    fn dlopen(path: *const c_char, flags: c_int) -> *mut c_void;
+    fn dlsym(handle: *mut c_void, name: *const c_char) -> *mut c_void;
+}
+
+const RTLD_NOW: c_int = 2;
+const RTLD_LOCAL: c_int = 0;
+/// glibc's `RTLD_NEXT`: the next object after the caller's.
+const RTLD_NEXT: *mut c_void = -1isize as *mut c_void;
+
+const SYS_WRITE: usize = 1;
+const SYS_GETPID: usize = 39;
+const SYS_GETPPID: usize = 110;
+const SYS_GETTID: usize = 186;
+const SYS_FUTEX: usize = 202;
+const SYS_KILL: usize = 62;
+const SYS_EXIT_GROUP: usize = 231;
+const FUTEX_WAIT_PRIVATE: usize = 128;
+const FUTEX_WAKE_PRIVATE: usize = 129;
+const SIGABRT: usize = 6;
+
+/// A system call of up to four arguments.
+///
+/// # Safety
+/// The arguments are valid for system call `nr`.
+#[inline]
+unsafe fn syscall4(nr: usize, a: usize, b: usize, c: usize, d: usize) -> isize {
+    let ret: isize;
+    // SAFETY: the x86_64 Linux system call convention; the caller vouches
+    // for the arguments. rcx and r11 are clobbered by `syscall`.
+    unsafe {
+        core::arch::asm!(
+            "syscall",
+            inlateout("rax") nr as isize => ret,
+            in("rdi") a, in("rsi") b, in("rdx") c, in("r10") d,
+            lateout("rcx") _, lateout("r11") _,
+            options(nostack),
+        );
+    }
+    ret
+}
+
+/// The environment variable `name`, or `None`.
+pub(crate) fn env(name: &CStr) -> Option<&'static CStr> {
+    // SAFETY: a NUL-terminated name; getenv allocates nothing.
+    let raw = unsafe { getenv(name.as_ptr()) };
+    if raw.is_null() {
+        return None;
+    }
+    // Measured here, not by libc's strlen: one import fewer (volatile, or
+    // the compiler calls strlen for the loop).
+    let mut len = 0;
+    // SAFETY: getenv returned a NUL-terminated string that lives as long
+    // as the environment is not modified (the shim reads it at once).
+    unsafe {
+        while core::ptr::read_volatile(raw.add(len)) != 0 {
+            len += 1;
+        }
+        Some(CStr::from_bytes_with_nul_unchecked(
+            core::slice::from_raw_parts(raw.cast::<u8>(), len + 1),
+        ))
+    }
+}
+
+/// `dlopen(path, RTLD_NOW | RTLD_LOCAL)`: local, so that the full
+/// library's symbols never come before this library's in the program's
+/// lookups.
+pub(crate) fn open_local(path: &CStr) -> *mut c_void {
+    // SAFETY: a NUL-terminated path.
+    unsafe { dlopen(path.as_ptr(), RTLD_NOW | RTLD_LOCAL) }
+}
+
+/// `name` in the object `handle`, or null.
+///
+/// # Safety
+/// `handle` is a handle from [`open_local`].
+pub(crate) unsafe fn symbol(handle: *mut c_void, name: &CStr) -> *const () {
+    // SAFETY: the caller's handle; a NUL-terminated name.
+    unsafe { dlsym(handle, name.as_ptr()) as *const () }
+}
+
+/// `name` in the objects after this one (glibc's, or a library preloaded
+/// after corral's), or null.
+pub(crate) fn next_symbol(name: &CStr) -> *const () {
+    // SAFETY: a NUL-terminated name; RTLD_NEXT is a valid pseudo-handle.
+    unsafe { dlsym(RTLD_NEXT, name.as_ptr()) as *const () }
+}
+
+/// Writes `parts` to standard error, ignoring failures.
+pub(crate) fn say(parts: &[&[u8]]) {
+    for p in parts {
+        // SAFETY: a live buffer of `p.len()` bytes.
+        unsafe { syscall4(SYS_WRITE, 2, p.as_ptr() as usize, p.len(), 0) };
+    }
+}
+
+pub(crate) fn getpid() -> i32 {
+    // SAFETY: no arguments.
+    unsafe { syscall4(SYS_GETPID, 0, 0, 0, 0) as i32 }
+}
+
+pub(crate) fn getppid() -> i32 {
+    // SAFETY: no arguments.
+    unsafe { syscall4(SYS_GETPPID, 0, 0, 0, 0) as i32 }
+}
+
+pub(crate) fn gettid() -> i32 {
+    // SAFETY: no arguments.
+    unsafe { syscall4(SYS_GETTID, 0, 0, 0, 0) as i32 }
+}
+
+/// Sleeps while `*word == expected` (or until a wake, or a signal).
+pub(crate) fn futex_wait(word: &core::sync::atomic::AtomicU32, expected: u32) {
+    // SAFETY: a live, aligned u32; no timeout.
+    unsafe {
+        syscall4(
+            SYS_FUTEX,
+            word.as_ptr() as usize,
+            FUTEX_WAIT_PRIVATE,
+            expected as usize,
+            0,
+        )
+    };
+}
+
+/// Wakes every thread sleeping on `word`.
+pub(crate) fn futex_wake_all(word: &core::sync::atomic::AtomicU32) {
+    // SAFETY: a live, aligned u32.
+    unsafe {
+        syscall4(
+            SYS_FUTEX,
+            word.as_ptr() as usize,
+            FUTEX_WAKE_PRIVATE,
+            i32::MAX as usize,
+            0,
+        )
+    };
+}
+
+/// Ends the process with SIGABRT (the shim cannot unwind).
+#[cfg_attr(test, allow(dead_code))]
+pub(crate) fn abort() -> ! {
+    // SAFETY: signals this process; SIGABRT's default action ends it, and
+    // where the program catches or blocks it, exit_group does.
+    unsafe {
+        syscall4(SYS_KILL, getpid() as usize, SIGABRT, 0, 0);
+        syscall4(SYS_EXIT_GROUP, 134, 0, 0, 0);
+        core::hint::unreachable_unchecked()
+    }
+}
