@@ -5,8 +5,6 @@ mod apps;
 mod ca;
 pub(crate) mod counter;
 mod ff;
-mod ff_stats;
-mod ff_table;
 mod kernel;
 mod lockbench;
 mod locks;
@@ -75,7 +73,7 @@ pub(crate) fn run(cmd: BenchCommand) -> Result<(), CliError> {
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
-                print!("{}", ff_table::render(&report));
+                print!("{}", ff::table::render(&report));
             }
             Ok(())
         }

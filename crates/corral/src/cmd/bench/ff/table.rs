@@ -4,8 +4,8 @@ use std::fmt::Write;
 
 use corral_policy::faithful::FfSlice;
 
-use super::ff::{ArmRuns, BenchFfReport, Run};
-use super::ff_stats::Spread;
+use super::report::{ArmRuns, BenchFfReport, Run};
+use super::stats::Spread;
 
 /// Paper 4's published figures (Sec. IV, 24 cores, OpenSolaris TS as the
 /// baseline), said under the table.

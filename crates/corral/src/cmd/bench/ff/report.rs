@@ -1,0 +1,164 @@
+//! What `corral bench ff` reports: each arm's runs at each point, their
+//! spread and verdict, the two-program runs and the simulator's rows.
+
+use corral_policy::faithful::{FfParams, FfSlice};
+use serde::Serialize;
+
+use super::stats::{Spread, Verdict};
+
+/// Who schedules a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Arm {
+    /// The kernel alone (EEVDF).
+    Default,
+    /// `corral run --policy ff` as configured.
+    Ff,
+    /// FF with every Table I row applied as is.
+    FfLiteral,
+}
+
+impl Arm {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Arm::Default => "default",
+            Arm::Ff => "ff",
+            Arm::FfLiteral => "ff-literal",
+        }
+    }
+
+    pub(super) fn params(self, ff: FfParams) -> Option<FfParams> {
+        match self {
+            Arm::Default => None,
+            Arm::Ff => Some(ff),
+            Arm::FfLiteral => Some(FfParams {
+                keep_default_up_to_ms: 0,
+                ..ff
+            }),
+        }
+    }
+}
+
+/// One program's run.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Run {
+    /// Work per second in the program's own unit.
+    pub(crate) throughput: f64,
+    /// Voluntary context switches of the program and its children.
+    pub(crate) voluntary: u64,
+    /// Involuntary context switches.
+    pub(crate) involuntary: u64,
+    /// FF's Table I quantum in force in its last period with threads, ms;
+    /// `None` by default.
+    pub(crate) quantum_ms: Option<u32>,
+    /// What FF asked of the kernel for it.
+    pub(crate) slice: Option<FfSlice>,
+    /// The largest slice read back from its threads then, ns.
+    pub(crate) slice_ns: Option<u64>,
+    /// That period's lock contention.
+    pub(crate) lock_contention: Option<f64>,
+    /// Threads FF left alone then (real-time, batch, idle).
+    pub(crate) threads_not_fair: Option<u32>,
+}
+
+/// One arm at one point over the repeats.
+#[derive(Debug, Serialize)]
+pub(crate) struct ArmRuns {
+    pub(crate) arm: Arm,
+    pub(crate) throughput: Spread,
+    pub(crate) involuntary: Spread,
+    pub(crate) voluntary: Spread,
+    /// Against the default arm (`None` for the default arm itself).
+    pub(crate) verdict: Option<Verdict>,
+    /// Every run, in the order it ran.
+    pub(crate) runs: Vec<Run>,
+}
+
+/// One program at one load, every arm.
+#[derive(Debug, Serialize)]
+pub(crate) struct Row {
+    pub(crate) app: &'static str,
+    pub(crate) unit: &'static str,
+    pub(crate) load_pct: u32,
+    pub(crate) threads: u32,
+    /// Work per run, sized for --run-ms under the default scheduler.
+    pub(crate) work: u64,
+    pub(crate) arms: Vec<ArmRuns>,
+}
+
+/// Two programs at once (each at 100%: 200% in all), one arm.
+#[derive(Debug, Serialize)]
+pub(crate) struct PairArm {
+    pub(crate) arm: Arm,
+    /// Each program's throughput over the repeats.
+    pub(crate) throughput: [Spread; 2],
+    /// Involuntary switches of both together.
+    pub(crate) involuntary: Spread,
+    /// Each program's quantum in its last run.
+    pub(crate) quantum_ms: [Option<u32>; 2],
+}
+
+/// Two programs at once (paper 4 Fig. 11).
+#[derive(Debug, Serialize)]
+pub(crate) struct Pair {
+    pub(crate) apps: [&'static str; 2],
+    pub(crate) arms: Vec<PairArm>,
+}
+
+/// The simulator's `faithful` against `default` at one shape.
+#[derive(Debug, Serialize)]
+pub(crate) struct SimRow {
+    pub(crate) workload: &'static str,
+    pub(crate) cores: u32,
+    pub(crate) load_pct: u32,
+    pub(crate) default_throughput: f64,
+    pub(crate) ff_throughput: f64,
+    pub(crate) default_switches: u64,
+    pub(crate) ff_switches: u64,
+}
+
+/// The JSON document.
+#[derive(Debug, Serialize)]
+pub(crate) struct BenchFfReport {
+    pub(crate) cores: u32,
+    pub(crate) period_ms: u64,
+    pub(crate) repeat: u32,
+    pub(crate) seed: u64,
+    pub(crate) keep_default_up_to_ms: u32,
+    pub(crate) notes: Vec<String>,
+    pub(crate) rows: Vec<Row>,
+    pub(crate) pairs: Vec<Pair>,
+    pub(crate) sim: Vec<SimRow>,
+}
+
+/// Median/range of `f` over `runs`.
+pub(super) fn spread(runs: &[Run], f: impl Fn(&Run) -> f64) -> Spread {
+    let xs: Vec<f64> = runs.iter().map(f).collect();
+    Spread::of(&xs).unwrap_or(Spread {
+        median: f64::NAN,
+        min: f64::NAN,
+        max: f64::NAN,
+    })
+}
+
+/// Each arm's runs summarised, with its verdict against the first arm
+/// (default).
+pub(super) fn summarise(arms: &[Arm], runs: Vec<Vec<Run>>) -> Vec<ArmRuns> {
+    let mut out: Vec<ArmRuns> = Vec::new();
+    for (&arm, runs) in arms.iter().zip(runs) {
+        let throughput = spread(&runs, |r| r.throughput);
+        let involuntary = spread(&runs, |r| r.involuntary as f64);
+        let verdict = out
+            .first()
+            .map(|d| Verdict::of((&d.throughput, &d.involuntary), (&throughput, &involuntary)));
+        out.push(ArmRuns {
+            arm,
+            throughput,
+            involuntary,
+            voluntary: spread(&runs, |r| r.voluntary as f64),
+            verdict,
+            runs,
+        });
+    }
+    out
+}
