@@ -68,6 +68,26 @@ static int worker(void *arg)
     return 0;
 }
 
+// Eight threads released together, each making its first lock call at
+// once; 0 when the counter they share came out right.
+static int run_workers(void)
+{
+    thrd_t t[THREADS];
+    for (int i = 0; i < THREADS; i++)
+        if (thrd_create(&t[i], worker, NULL) != thrd_success)
+            return 1;
+    while (atomic_load(&ready) < THREADS)
+        ;
+    atomic_store(&go, 1);
+    for (int i = 0; i < THREADS; i++)
+        thrd_join(t[i], NULL);
+    if (counter != (long)THREADS * ROUNDS) {
+        printf("FAIL: counter %ld, want %ld\n", counter, (long)THREADS * ROUNDS);
+        return 1;
+    }
+    return 0;
+}
+
 static int loaded_full_library(void)
 {
     FILE *f = fopen("/proc/self/maps", "r");
@@ -124,19 +144,8 @@ static int race(void)
         printf("FAIL: the full library was loaded before any lock call\n");
         return 1;
     }
-    thrd_t t[THREADS];
-    for (int i = 0; i < THREADS; i++)
-        if (thrd_create(&t[i], worker, NULL) != thrd_success)
-            return 1;
-    while (atomic_load(&ready) < THREADS)
-        ;
-    atomic_store(&go, 1);
-    for (int i = 0; i < THREADS; i++)
-        thrd_join(t[i], NULL);
-    if (counter != (long)THREADS * ROUNDS) {
-        printf("FAIL: counter %ld, want %ld\n", counter, (long)THREADS * ROUNDS);
+    if (run_workers())
         return 1;
-    }
     if (!loaded_full_library()) {
         printf("FAIL: corral's full library never loaded\n");
         return 1;
@@ -150,19 +159,8 @@ static int race(void)
 // glibc's locks, correctly, rather than on dynamic TLS.
 static int no_room(void)
 {
-    thrd_t t[THREADS];
-    for (int i = 0; i < THREADS; i++)
-        if (thrd_create(&t[i], worker, NULL) != thrd_success)
-            return 1;
-    while (atomic_load(&ready) < THREADS)
-        ;
-    atomic_store(&go, 1);
-    for (int i = 0; i < THREADS; i++)
-        thrd_join(t[i], NULL);
-    if (counter != (long)THREADS * ROUNDS) {
-        printf("FAIL: counter %ld, want %ld\n", counter, (long)THREADS * ROUNDS);
+    if (run_workers())
         return 1;
-    }
     if (loaded_full_library()) {
         printf("FAIL: the full library was loaded without room in static TLS\n");
         return 1;
