@@ -30,3 +30,23 @@ fn improvements_cure_single_counter_and_parallel_find() {
     assert_eq!(find_2013.ssc, Some(1));
     assert!(find_2013.throughput < 0.7 * find_peak);
 }
+
+/// A task the SSC policy moves at its lock attempt pays the move before
+/// it tries the lock (the scheduler moves it, then it runs and tries).
+/// Charged inside the critical section, every move held the lock for
+/// tens of microseconds, and after each change of the SSC's size the
+/// lock stalled: lca over qspinlock fell to half of qspinlock on the
+/// phase-changing preset at 256 cores.
+#[test]
+fn moves_at_lock_attempts_are_paid_outside_the_critical_section() {
+    let w = preset("phase-change").unwrap();
+    let cfg = SimConfig::new(256, 0.2, 1);
+    let go = |policy: &str| {
+        let mut p = make_policy(policy, 256).unwrap();
+        simulate(&cfg, &w, p.as_mut()).unwrap()
+    };
+    let (base, lca) = (go("qspinlock"), go("lca-qspinlock"));
+    assert!(lca.migrations > 0, "{lca:?}");
+    let ratio = lca.throughput / base.throughput;
+    assert!(ratio > 0.85, "lca-qspinlock / qspinlock = {ratio:.2}");
+}
