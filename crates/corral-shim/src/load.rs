@@ -65,7 +65,8 @@ pub(crate) fn loads_at_start() -> bool {
     parent == sys::getppid() && sys::env(ENV_TARGET).is_some()
 }
 
-/// A pid in decimal.
+/// A pid in decimal. The full library's `init::parse_pid` is its twin:
+/// the shim links no crate of corral's (no std, three imports).
 pub(crate) fn parse_pid(digits: &[u8]) -> Option<i32> {
     if digits.is_empty() || digits.len() > 10 {
         return None;
