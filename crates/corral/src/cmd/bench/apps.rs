@@ -5,21 +5,20 @@
 
 pub(crate) mod catalog;
 pub(crate) mod fixture;
+mod measure;
 mod report;
 
-use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use corral_locks::Algorithm;
-use corral_runtime::config::RuntimeConfig;
 use serde::Serialize;
 
-use crate::cmd::launch::{find_preload, launch_observed, resolve_program, Output};
+use crate::cmd::launch::{find_preload, resolve_program};
 use crate::CliError;
-use catalog::{App, Column, Done};
+use catalog::{App, Column};
 use fixture::Fixture;
+use measure::{loadavg, Bench};
 use report::{loss_of, point, print_app, short, verdict, AppPoint, Loss, Sample, Status};
 
 /// A run longer than this many times --duration-ms, plus
@@ -211,184 +210,6 @@ struct AppsReport {
     points: Vec<AppPoint>,
     /// Where corral's default loses.
     losses: Vec<Loss>,
-}
-
-/// What every run needs.
-struct Bench<'a> {
-    fx: &'a Fixture,
-    preload: Option<PathBuf>,
-    limit: Duration,
-}
-
-impl Bench<'_> {
-    /// Runs `app` with `threads` threads and `work` units in `column`.
-    fn sample(
-        &self,
-        app: App,
-        column: Column,
-        threads: u32,
-        work: u64,
-    ) -> Result<Sample, CliError> {
-        let (runs, per_run) = app.runs(work);
-        let mut s = Sample {
-            status: Status::Ok,
-            done: Done::default(),
-            wall_s: 0.0,
-            cpu_s: 0.0,
-            ssc_bound: None,
-            detail: None,
-        };
-        let cfg = column.config();
-        let lib = cfg.and(self.preload.as_deref());
-        for _ in 0..runs {
-            if app == App::StressNgMutex {
-                // Never read a previous run's report.
-                let _ = std::fs::remove_file(self.fx.stress_yaml());
-            }
-            let argv = app.argv(self.fx, threads, per_run);
-            let output = if app.reads_stdout() {
-                Output::Capture
-            } else {
-                Output::Null
-            };
-            let (outcome, stdout, killed) =
-                launch_limited(&cfg.unwrap_or_default(), lib, &argv, output, self.limit)?;
-            s.wall_s += outcome.wall.as_secs_f64();
-            s.cpu_s += outcome.cpu.as_secs_f64();
-            s.ssc_bound = outcome.stats.map(|st| st.ssc_bound);
-            if killed {
-                s.status = Status::Timeout;
-                return Ok(s);
-            }
-            if let Some(sig) = outcome.status.signal() {
-                if [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT].contains(&sig) {
-                    return Err(CliError("interrupted".into()));
-                }
-            }
-            let done = app.done(
-                self.fx,
-                outcome.status,
-                &stdout,
-                threads,
-                per_run,
-                outcome.wall.as_secs_f64(),
-            );
-            match done {
-                Ok(d) => {
-                    s.done.units += d.units;
-                    s.done.seconds += d.seconds;
-                }
-                Err(e) => {
-                    s.status = Status::Failed;
-                    s.detail = Some(e);
-                    return Ok(s);
-                }
-            }
-        }
-        Ok(s)
-    }
-
-    /// Sizes the work so that glibc's run takes about `target`: small runs
-    /// first, growing until one is long enough to scale from, then one more
-    /// run at the chosen size, re-sized (at the fastest rate seen) while it
-    /// lands outside a third to three times the target (a slow outlier among
-    /// the probes, as
-    /// `sysbench threads` has at 2 threads, would otherwise leave every
-    /// column a run of a few milliseconds, all start-up).
-    fn calibrate(&self, app: App, threads: u32, target: f64) -> Result<u64, CliError> {
-        let mut work = app.first_work(threads);
-        // Whether `work` was scaled from a long enough run (then one run
-        // within range accepts it).
-        let mut checked = false;
-        // The fastest rate any probe showed (units of work per second): a
-        // program that sometimes stalls for a fixed time (stress-ng's mutex
-        // stressor, 0.5 s now and then, under glibc too) is sized on its
-        // work, not on the stall.
-        let mut best_rate = 0f64;
-        for _ in 0..10 {
-            let s = self.sample(app, Column::Glibc, threads, work)?;
-            if s.status != Status::Ok {
-                return Err(CliError(format!(
-                    "{} at {threads} threads fails without corral ({}): {}",
-                    app.name(),
-                    serde_json::to_string(&s.status)?.trim_matches('"'),
-                    s.detail.unwrap_or_default()
-                )));
-            }
-            let t = s.wall_s.max(1e-4);
-            let scale = target / t;
-            if (1.0 / 3.0..=3.0).contains(&scale) && checked {
-                return Ok(work);
-            }
-            best_rate = best_rate.max(work as f64 / t);
-            work = if scale <= 3.0 {
-                checked = true;
-                ((target * best_rate).round() as u64).max(1)
-            } else {
-                // Aim the next probe at half the target: no probe overshoots far.
-                ((work as f64 * (scale / 2.0).min(64.0)).ceil() as u64).max(work + 1)
-            };
-        }
-        Ok(work)
-    }
-}
-
-/// [`launch_observed`] with a watchdog that kills the program after
-/// `limit`; the flag says whether it did.
-fn launch_limited(
-    cfg: &RuntimeConfig,
-    lib: Option<&Path>,
-    argv: &[std::ffi::OsString],
-    output: Output,
-    limit: Duration,
-) -> Result<(crate::cmd::launch::Outcome, Vec<u8>, bool), CliError> {
-    let (fd_tx, fd_rx) = mpsc::channel::<i32>();
-    let (done_tx, done_rx) = mpsc::channel::<()>();
-    let watchdog = std::thread::spawn(move || -> bool {
-        let Ok(fd) = fd_rx.recv() else {
-            return false; // never started
-        };
-        let fired = matches!(
-            done_rx.recv_timeout(limit),
-            Err(mpsc::RecvTimeoutError::Timeout)
-        );
-        if fired {
-            // SAFETY: fd is a pidfd this thread owns; a pidfd names one
-            // process, so a program already reaped gets nothing and no other
-            // process can get the signal.
-            unsafe {
-                libc::syscall(libc::SYS_pidfd_send_signal, fd, libc::SIGKILL, 0, 0);
-            }
-        }
-        // SAFETY: closes the pidfd opened for this thread and nothing else.
-        unsafe { libc::close(fd) };
-        fired
-    });
-    // The pidfd is opened at the spawn, before the program can be reaped,
-    // so the watchdog can never signal another process that reused its pid.
-    let on_spawn = |pid: i32| {
-        // SAFETY: pidfd_open takes a pid and flags; a failure returns -1.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
-        if fd >= 0 {
-            let _ = fd_tx.send(fd);
-        }
-    };
-    let result = launch_observed(cfg, lib, argv, None, output, &on_spawn);
-    drop(fd_tx);
-    let _ = done_tx.send(());
-    let fired = watchdog.join().unwrap_or(false);
-    let (outcome, stdout) = result?;
-    Ok((outcome, stdout, fired))
-}
-
-/// The 1-minute load average, if /proc tells it.
-fn loadavg() -> Option<f64> {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
 }
 
 /// Runs the sweep and prints the tables (or the JSON document).
