@@ -22,6 +22,18 @@ use report::{build_report, ca_summary, ff_summary, summary, LogSummary};
 
 /// Arguments of `corral run`.
 #[derive(clap::Args)]
+#[command(after_help = "\
+WHAT PROG'S ENVIRONMENT GAINS
+  LD_PRELOAD      libcorral_shim.so (or libcorral_preload.so where no shim lies
+                  beside it) after the entries already there, which keep
+                  coming first. The shim loads the full library at a
+                  process's first pthread lock call: processes that never
+                  lock (most of what a script execs) never load it.
+  GLIBC_TUNABLES  glibc.rtld.optional_static_tls raised by the full library's
+                  TLS size (about 5 KB) over PROG's own value, other tunables
+                  kept: the room glibc needs to load it late with static TLS.
+  CORRAL_*        the configuration, and the pid of this corral run.
+  Children inherit all of it: they run under corral too.")]
 pub(crate) struct RunArgs {
     /// `lca` confines lock-intensive threads to the SSC; `none` keeps
     /// corral's locks and measurement without confinement (the control);
