@@ -1,6 +1,7 @@
 //! The SSC decision log of one `lca` point, for studying the search:
 //! `cargo run --release -p corral-sim --example decisions -- WORKLOAD CORES SECONDS [LOCK]`
-//! (LOCK: `qspinlock` or `mcs` runs `lca-LOCK`). Prints each bound move
+//! (LOCK: `qspinlock` or `mcs` runs `lca-LOCK`; `SEED` in the environment
+//! picks the random stream, 1 by default). Prints each bound move
 //! with its time, T (or measured progress) and p, then the point's figures.
 
 use corral_policy::ssc::SscParams;
@@ -43,7 +44,8 @@ fn main() -> Result<(), Box<dyn Error>> {
     }
     let workload = preset(&args[0]).ok_or("unknown workload")?;
     let cores: u32 = args[1].parse()?;
-    let cfg = SimConfig::new(cores, args[2].parse()?, 1);
+    let seed = std::env::var("SEED").map_or(Ok(1), |s| s.parse())?;
+    let cfg = SimConfig::new(cores, args[2].parse()?, seed);
     let (result, lca) = match args.get(3) {
         Some(name) => {
             let lock = OVER_LOCKS

@@ -27,10 +27,27 @@ pub struct Lca {
     loads: Vec<u32>,
     /// Last core each task ran on (placing a freshly forked task).
     core_of: Vec<u32>,
-    /// Acquisitions not yet reported: the engine's
-    /// acquisition hook carries no time, so they are flushed at the next
-    /// timed event (at most one event late).
+    /// Acquisitions since the last lock attempt: the engine's acquisition
+    /// hook carries no time, so they are reported at the next attempt (as
+    /// `window` allows), slice, tick or spawn.
     pending_progress: u64,
+    /// Acquisitions reported at lock attempts inside the window but before
+    /// its first close, not yet passed on, and the last such attempt's time.
+    batched: (u64, u64),
+    /// The controller's progress window as last read
+    /// (`SscController::progress_window`): an attempt before its start drops
+    /// the count (the controller would), one before its first close adds it
+    /// to `batched` (no round can close then), one after reports. The
+    /// same counts and round checks, so the same decisions, as reporting
+    /// at every attempt, without the controller's atomic add and round
+    /// check each time (a tenth of an lca point's run).
+    window: (u64, u64),
+    /// Whether progress has been reported yet (the controller's switch to
+    /// measured progress); until then the window stays closed at 0.
+    reported: bool,
+    /// Keeps the window closed: every attempt with new acquisitions
+    /// reports (the reference the batching is tested against).
+    report_each_attempt: bool,
     /// Decisions that moved the bound or restarted the search, in order.
     pub decisions: Vec<Decision>,
     /// The bound the controller started with.
@@ -90,9 +107,21 @@ impl Lca {
             loads: Vec::new(),
             core_of: Vec::new(),
             pending_progress: 0,
+            batched: (0, 0),
+            window: (0, 0),
+            reported: false,
+            report_each_attempt: false,
             decisions: Vec::new(),
             initial_bound: 1,
         }
+    }
+
+    /// The same policy reporting progress at every lock attempt that has
+    /// new acquisitions, as the controller's own driver contract reads.
+    #[cfg(test)]
+    fn reporting_each_attempt(mut self) -> Self {
+        self.report_each_attempt = true;
+        self
     }
 
     /// Keeps decisions that moved the bound or restarted the search (a log
@@ -142,15 +171,68 @@ impl Lca {
         self.ctrl.as_ref().expect("start() runs before any event")
     }
 
+    /// Algorithm 2 for a task that has somewhere to go: the SSC's loads,
+    /// then the controller's choice (apart from the per-attempt check, so
+    /// that check inlines into the engine).
+    #[cold]
+    fn place_at_attempt(
+        &mut self,
+        now_ns: u64,
+        task: u32,
+        core: u32,
+        loads: &dyn CoreLoads,
+    ) -> Option<u32> {
+        loads.fill(&mut self.loads);
+        let ctrl = self.ctrl.as_ref().expect("started");
+        ctrl.on_lock_attempt(&mut self.threads[task as usize], core, &self.loads, now_ns)
+    }
+
     /// Reports the acquisitions counted since the last timed event.
-    #[inline]
+    #[inline(never)]
     fn flush_progress(&mut self, now_ns: u64) {
+        let (count, at) = std::mem::take(&mut self.batched);
+        if count > 0 {
+            // Counted as at the attempt that batched it last, before the
+            // window's first close: nothing to decide.
+            let d = self.ctrl().observe_progress(count, at);
+            self.record(d);
+        }
         if self.pending_progress > 0 {
             // A round closed by time (`SscParams::progress_round`) is
             // decided here: log it like the others.
             let d = self.ctrl().observe_progress(self.pending_progress, now_ns);
             self.pending_progress = 0;
             self.record(d);
+            self.reported = true;
+            self.read_window();
+        }
+    }
+
+    /// Re-reads the progress window after a call that may have decided.
+    /// Until the first report the window stays closed at 0, so the first
+    /// acquisitions are reported at once (the first report switches the
+    /// search to measured progress).
+    #[inline]
+    fn read_window(&mut self) {
+        if self.reported && self.params.use_progress && !self.report_each_attempt {
+            self.window = self.ctrl().progress_window();
+        }
+    }
+
+    /// A lock attempt's share of reporting (see `window`).
+    #[inline]
+    fn progress_at_attempt(&mut self, now_ns: u64) {
+        let (start, close) = self.window;
+        if now_ns < start {
+            // The controller would not count them.
+            self.pending_progress = 0;
+        } else if now_ns < close {
+            let count = std::mem::take(&mut self.pending_progress);
+            self.batched = (self.batched.0 + count, now_ns);
+        } else if self.pending_progress > 0 {
+            // As reporting at every attempt: a round is checked only where
+            // there is something new to report.
+            self.flush_progress(now_ns);
         }
     }
 }
@@ -173,6 +255,15 @@ impl SimPolicy for Lca {
         self.cores = machine.cores;
         self.core_of = vec![0; tasks as usize];
         self.pending_progress = 0;
+        self.batched = (0, 0);
+        self.reported = false;
+        // Without measured progress nothing is decided by a report: sum
+        // until the next slice, tick or spawn.
+        self.window = if self.params.use_progress {
+            (0, 0)
+        } else {
+            (0, u64::MAX)
+        };
     }
 
     fn on_slice(&mut self, now_ns: u64, task: u32, core: u32, run_ns: u64, wait_ns: u64) {
@@ -191,6 +282,7 @@ impl SimPolicy for Lca {
         // `on_lock_attempt` (qualified threads move there).
         let d = ctrl.on_slice_end(&mut self.threads[task as usize], obs, now_ns);
         self.record(d.decision);
+        self.read_window();
     }
 
     #[inline]
@@ -207,16 +299,13 @@ impl SimPolicy for Lca {
         core: u32,
         loads: &dyn CoreLoads,
     ) -> Option<u32> {
-        self.flush_progress(now_ns);
+        self.progress_at_attempt(now_ns);
         self.core_of[task as usize] = core;
-        let ctrl = self.ctrl.as_ref().expect("started");
-        let thread = &mut self.threads[task as usize];
         // The controller's own fast path, checked before building the loads.
-        if !ctrl.will_place(thread) {
+        if !self.ctrl().will_place(&self.threads[task as usize]) {
             return None;
         }
-        loads.fill(&mut self.loads);
-        ctrl.on_lock_attempt(thread, core, &self.loads, now_ns)
+        self.place_at_attempt(now_ns, task, core, loads)
     }
 
     /// Useful work for the search (paper 1, footnote 1: K(n)/K(1)): every
@@ -260,6 +349,7 @@ impl SimPolicy for Lca {
             d = d.or(ctrl.on_ssc_load(&self.loads, now_ns));
         }
         self.record(d);
+        self.read_window();
     }
 
     /// The policy's placement rule over the engine's cores, which are
@@ -301,6 +391,26 @@ mod tests {
             p: 0.0,
             lock_intensive: 64,
             climbing: 1,
+        }
+    }
+
+    /// Progress summed inside the window and reported once makes the same
+    /// decisions, at the same times, as a report at every attempt: the
+    /// whole run (operations, events, the decision log) is identical.
+    #[test]
+    fn batched_progress_decides_as_reporting_each_attempt() {
+        use crate::presets::preset;
+        use crate::{simulate, SimConfig};
+        for (workload, cores) in [("mempop", 48), ("pfind", 24), ("single-counter", 16)] {
+            let w = preset(workload).unwrap();
+            let cfg = SimConfig::new(cores, 0.06, 1);
+            let mut batched = Lca::improved(cores);
+            let mut each = Lca::improved(cores).reporting_each_attempt();
+            let a = simulate(&cfg, &w, &mut batched).unwrap();
+            let b = simulate(&cfg, &w, &mut each).unwrap();
+            assert!(batched.decisions.len() > 2, "{workload}: the search moved");
+            assert_eq!(batched.decisions, each.decisions, "{workload}");
+            assert_eq!((a.ops, a.events), (b.ops, b.events), "{workload}");
         }
     }
 

@@ -3,11 +3,14 @@
 //! holds stale events and stays as small as the machine.
 //!
 //! A popped timer stays at the root until the next pop: most events re-arm
-//! the timer that fired them (a task's phase ends and the next begins), and
-//! re-arming it in place is one sift down instead of a pop's and a push's.
+//! the timer that fired them (a task's phase ends and the next begins), or
+//! arm another (a lock passed to a waiter while its releaser spins on), and
+//! either takes the root in place: one sift down instead of a pop's and a
+//! push's. Slots past the heap's end read as never due, so every node's
+//! children compare as one group of four without bounds checks.
 
 const ARITY: usize = 4;
-const _: () = assert!(ARITY == 4, "sift_down compares a group of four unrolled");
+const _: () = assert!(ARITY == 4, "the sifts compare a group of four unrolled");
 
 /// `pos` of a disarmed timer; also "none" for `Timers::fired`.
 const DISARMED: u32 = u32::MAX;
@@ -21,15 +24,27 @@ struct Entry {
     id: u32,
 }
 
+/// What every slot past the heap's end holds: later than any due time
+/// (`u64::MAX` is above the bits of every non-negative f64, infinity
+/// included), so a node's last, partial group of children compares as a
+/// whole one and never wins.
+const EMPTY: Entry = Entry {
+    key: u64::MAX,
+    id: DISARMED,
+};
+
 pub(crate) struct Timers {
-    /// Never reallocated: reserved for every id at once.
-    heap: Vec<Entry>,
+    /// The heap in `slots[..len]`, [`EMPTY`] from `len` on. `ARITY` slots
+    /// more than ids, so the group of children of any node below `len` is
+    /// inside it.
+    slots: Box<[Entry]>,
+    len: usize,
     /// Heap index of each timer id; [`DISARMED`] while it is disarmed.
-    pos: Vec<u32>,
+    pos: Box<[u32]>,
     /// The timer [`Timers::fire_top`] fired last ([`DISARMED`] if none),
-    /// still in the heap (as if disarmed) until it is set, cancelled or the
-    /// next peek removes it. A plain id, not an `Option`: one compare on
-    /// every set.
+    /// still in the heap (as if disarmed) until it is set, cancelled, its
+    /// slot is given to another or the next peek removes it. A plain id,
+    /// not an `Option`: one compare on every set.
     fired: u32,
 }
 
@@ -37,8 +52,9 @@ impl Timers {
     pub(crate) fn new(ids: usize) -> Self {
         assert!(ids < DISARMED as usize, "timer ids fit below the sentinel");
         Timers {
-            heap: Vec::with_capacity(ids),
-            pos: vec![DISARMED; ids],
+            slots: vec![EMPTY; ids + ARITY].into_boxed_slice(),
+            len: 0,
+            pos: vec![DISARMED; ids].into_boxed_slice(),
             fired: DISARMED,
         }
     }
@@ -46,23 +62,32 @@ impl Timers {
     /// Arms (or re-arms) timer `id` for time `at`.
     #[inline(always)]
     pub(crate) fn set(&mut self, id: u32, at: f64) {
-        let key = at.max(0.0).to_bits();
+        let e = Entry {
+            key: at.max(0.0).to_bits(),
+            id,
+        };
         if self.fired == id {
             self.fired = DISARMED;
         }
-        let p = self.pos[id as usize];
+        let mut p = self.pos[id as usize];
+        if p == DISARMED && self.fired != DISARMED {
+            // The fired timer leaves at the next peek anyway: its slot
+            // (the root, usually) takes this one, one sift instead of a
+            // removal and an insertion.
+            p = std::mem::replace(&mut self.pos[self.fired as usize], DISARMED);
+            self.fired = DISARMED;
+        }
         if p == DISARMED {
-            debug_assert!(self.heap.len() < self.heap.capacity());
-            self.heap.push(Entry { key, id });
-            self.sift_up(self.heap.len() - 1, Entry { key, id });
+            debug_assert!(self.len < self.pos.len());
+            self.len += 1;
+            self.sift_up(self.len - 1, e);
             return;
         }
         let p = p as usize;
-        let old = self.heap[p].key;
-        if key < old {
-            self.sift_up(p, Entry { key, id });
+        if e.key < self.slots[p].key {
+            self.sift_up(p, e);
         } else {
-            self.sift_down(p, Entry { key, id });
+            self.sift_down(p, e);
         }
     }
 
@@ -76,9 +101,50 @@ impl Timers {
         if p == DISARMED {
             return;
         }
-        let last = self.heap.pop().expect("armed timer is in the heap");
-        if last.id != id {
+        self.len -= 1;
+        let last = std::mem::replace(&mut self.slots[self.len], EMPTY);
+        if p as usize != self.len {
             self.refill(p as usize, last);
+        }
+    }
+
+    /// The smallest of the four children of node `i` and its index, or
+    /// none when `i` is a leaf. Empty slots never win over a child.
+    #[inline(always)]
+    fn min_child(&self, i: usize) -> Option<(usize, Entry)> {
+        let first = i * ARITY + 1;
+        if first >= self.len {
+            return None;
+        }
+        // SAFETY: first < len <= ids and slots holds ids + ARITY entries,
+        // so first + ARITY <= slots.len(): the group is in bounds.
+        let g = unsafe { &*self.slots.as_ptr().add(first).cast::<[Entry; ARITY]>() };
+        let (a, ea) = if g[1].key < g[0].key {
+            (1, g[1])
+        } else {
+            (0, g[0])
+        };
+        let (c, ec) = if g[3].key < g[2].key {
+            (3, g[3])
+        } else {
+            (2, g[2])
+        };
+        Some(if ec.key < ea.key {
+            (first + c, ec)
+        } else {
+            (first + a, ea)
+        })
+    }
+
+    /// Writes `e` at heap index `i` and records where it is.
+    #[inline(always)]
+    fn put(&mut self, i: usize, e: Entry) {
+        debug_assert!(i < self.len && (e.id as usize) < self.pos.len());
+        // SAFETY: every caller passes i < len <= slots.len(), and an entry
+        // in the heap has an id that `set` indexed `pos` with.
+        unsafe {
+            *self.slots.get_unchecked_mut(i) = e;
+            *self.pos.get_unchecked_mut(e.id as usize) = i as u32;
         }
     }
 
@@ -88,27 +154,8 @@ impl Timers {
     /// skips comparing it at every level).
     #[inline]
     fn refill(&mut self, mut i: usize, e: Entry) {
-        let n = self.heap.len();
-        loop {
-            let first = i * ARITY + 1;
-            let best = if let Some(g) = self.heap.get(first..first + ARITY) {
-                let a = if g[1].key < g[0].key { 1 } else { 0 };
-                let c = if g[3].key < g[2].key { 3 } else { 2 };
-                first + if g[c].key < g[a].key { c } else { a }
-            } else if first < n {
-                (first + 1..n).fold(first, |b, c| {
-                    if self.heap[c].key < self.heap[b].key {
-                        c
-                    } else {
-                        b
-                    }
-                })
-            } else {
-                break;
-            };
-            let ce = self.heap[best];
-            self.heap[i] = ce;
-            self.pos[ce.id as usize] = i as u32;
+        while let Some((best, ce)) = self.min_child(i) {
+            self.put(i, ce);
             i = best;
         }
         self.sift_up(i, e);
@@ -129,15 +176,19 @@ impl Timers {
         if self.fired != DISARMED {
             self.cancel(self.fired);
         }
-        let top = self.heap.first()?;
-        Some((f64::from_bits(top.key), top.id))
+        let top = self.slots[0];
+        (self.len > 0).then(|| (f64::from_bits(top.key), top.id))
     }
 
     /// Disarms the earliest timer (see [`Timers::peek`]); it stays at the
     /// root, where setting it again is one sift down.
     #[inline(always)]
     pub(crate) fn fire_top(&mut self) {
-        self.fired = self.heap.first().map_or(DISARMED, |e| e.id);
+        self.fired = if self.len > 0 {
+            self.slots[0].id
+        } else {
+            DISARMED
+        };
     }
 
     /// Places `e` at `i` or above it.
@@ -145,61 +196,28 @@ impl Timers {
     fn sift_up(&mut self, mut i: usize, e: Entry) {
         while i > 0 {
             let parent = (i - 1) / ARITY;
-            let pe = self.heap[parent];
+            // SAFETY: parent < i < len <= slots.len().
+            let pe = unsafe { *self.slots.get_unchecked(parent) };
             if pe.key <= e.key {
                 break;
             }
-            self.heap[i] = pe;
-            self.pos[pe.id as usize] = i as u32;
+            self.put(i, pe);
             i = parent;
         }
-        self.heap[i] = e;
-        self.pos[e.id as usize] = i as u32;
+        self.put(i, e);
     }
 
     /// Places `e` at `i` or below it.
     #[inline]
     fn sift_down(&mut self, mut i: usize, e: Entry) {
-        let n = self.heap.len();
-        loop {
-            let first = i * ARITY + 1;
-            // One bounds check per level; a full group is compared unrolled.
-            let (best, ce) = if let Some(g) = self.heap.get(first..first + ARITY) {
-                let (a, b) = if g[1].key < g[0].key {
-                    (1, g[1])
-                } else {
-                    (0, g[0])
-                };
-                let (c, d) = if g[3].key < g[2].key {
-                    (3, g[3])
-                } else {
-                    (2, g[2])
-                };
-                if d.key < b.key {
-                    (first + c, d)
-                } else {
-                    (first + a, b)
-                }
-            } else if first < n {
-                let mut best = first;
-                for c in first + 1..n {
-                    if self.heap[c].key < self.heap[best].key {
-                        best = c;
-                    }
-                }
-                (best, self.heap[best])
-            } else {
-                break;
-            };
+        while let Some((best, ce)) = self.min_child(i) {
             if ce.key >= e.key {
                 break;
             }
-            self.heap[i] = ce;
-            self.pos[ce.id as usize] = i as u32;
+            self.put(i, ce);
             i = best;
         }
-        self.heap[i] = e;
-        self.pos[e.id as usize] = i as u32;
+        self.put(i, e);
     }
 }
 
@@ -246,6 +264,27 @@ mod tests {
             got.push(x);
         }
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn a_new_timer_takes_the_fired_ones_slot() {
+        let mut t = Timers::new(8);
+        for (id, at) in [(0, 1.0), (1, 5.0), (2, 3.0), (3, 4.0), (4, 2.0)] {
+            t.set(id, at);
+        }
+        assert_eq!(t.pop(), Some((1.0, 0)));
+        // 5 takes 0's root slot and sinks; 0 is disarmed, not re-armed.
+        t.set(5, 4.5);
+        assert_eq!(t.len, 5);
+        assert_eq!(t.pos[0], DISARMED);
+        t.set(0, 3.5); // armed again afterwards: a fresh entry
+        let order: Vec<u32> = std::iter::from_fn(|| t.pop().map(|(_, id)| id)).collect();
+        assert_eq!(order, [4, 2, 0, 3, 5, 1]);
+        assert_eq!(t.len, 0);
+        assert!(
+            t.slots.iter().all(|e| e.key == u64::MAX),
+            "emptied slots read EMPTY"
+        );
     }
 
     #[test]

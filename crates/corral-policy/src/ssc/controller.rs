@@ -285,6 +285,24 @@ impl SscController {
         voting.slice > u64::from(bound) * self.params.vote_slice_per_core && voting.votes >= needed
     }
 
+    /// The current progress window as `(start, first_close)`: a report
+    /// made before `start` is not counted (see [`Self::observe_progress`]),
+    /// and none made before `first_close` can close a round, so a driver
+    /// that sees every acquisition may drop its count before `start`, sum
+    /// it until `first_close` and report once, with the same decisions as
+    /// reporting each acquisition (it re-reads the window after any call
+    /// that may decide: a report, a slice end, a tick). `first_close` is
+    /// `Nanos::MAX` when rounds are not closed by time.
+    #[inline]
+    pub fn progress_window(&self) -> (Nanos, Nanos) {
+        let start = self.progress_since.load(HINT);
+        let close = match self.params.progress_round {
+            0 => Nanos::MAX,
+            every => start.saturating_add(every),
+        };
+        (start, close)
+    }
+
     /// Whether rounds compare measured progress rates.
     #[inline]
     pub(super) fn measures_progress(&self) -> bool {

@@ -128,6 +128,7 @@ impl<P: SimPolicy + ?Sized> State<'_, P> {
             let task = &mut self.tasks[t as usize];
             task.hold_start = self.now;
             task.hold_base = base;
+            task.hold_handoff = handoff;
             len
         } else {
             self.draw(step.cs) + data + debt + self.cfg.costs.handoff(algo, k)
@@ -155,12 +156,21 @@ impl<P: SimPolicy + ?Sized> State<'_, P> {
             return;
         }
         let handoff = self.cfg.costs.handoff(lock.algo, 1 + lock.spinners);
+        // An equal handoff leaves the release where it is: at the same time
+        // with fixed times, and with exponential ones a redraw at the same
+        // mean is the same distribution (memoryless), so none is made
+        // (qspinlock's cost is flat from its second contender on).
+        if handoff == task.hold_handoff {
+            return;
+        }
         let end = if self.exponential {
             self.now + self.rng.exp(task.hold_base + handoff)
         } else {
             (task.hold_start + task.hold_base + handoff).max(self.now)
         };
-        self.tasks[h as usize].phase_end = end;
+        let task = &mut self.tasks[h as usize];
+        task.phase_end = end;
+        task.hold_handoff = handoff;
         self.arm_task(h, end, TaskTimer::PhaseEnd);
     }
 

@@ -167,6 +167,9 @@ struct Task {
     /// Hold phase bookkeeping for non-scalable locks (see `lockops`).
     hold_start: f64,
     hold_base: f64,
+    /// The handoff cost in the hold phase's length now: a change of
+    /// spinners that leaves it equal moves nothing.
+    hold_handoff: f64,
     /// What its armed timer (if any) means.
     timer: TaskTimer,
     /// Cycles (migration, context switch, fork) owed to the next phase.

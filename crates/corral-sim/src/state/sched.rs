@@ -270,8 +270,10 @@ impl<P: SimPolicy + ?Sized> State<'_, P> {
             Some(l) => {
                 // Its non-scalable handoff is now measured from here.
                 let l = &self.locks[l];
+                let handoff = self.cfg.costs.handoff(l.algo, 1 + l.spinners);
                 task.hold_start = now;
-                task.hold_base = (len - self.cfg.costs.handoff(l.algo, 1 + l.spinners)).max(0.0);
+                task.hold_base = (len - handoff).max(0.0);
+                task.hold_handoff = handoff;
                 Activity::Critical
             }
             None => Activity::Work,

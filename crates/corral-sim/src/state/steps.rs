@@ -24,6 +24,7 @@ impl<P: SimPolicy + ?Sized> State<'_, P> {
                 phase_end: 0.0,
                 hold_start: 0.0,
                 hold_base: 0.0,
+                hold_handoff: 0.0,
                 timer: TaskTimer::PhaseEnd,
                 debt: 0.0,
                 wait_since: 0.0,
