@@ -354,10 +354,22 @@ impl Monitor {
         let slice_len = cpu.saturating_sub(track.window_cpu_start);
         let wall_len = now.saturating_sub(track.window_wall_start);
         let general = track.policy.is_mig == corral_policy::ssc::MigState::General;
-        if corral_policy::detect::window_over(self.cfg.slice_ns, slice_len, wall_len, general) {
+        let closed =
+            corral_policy::detect::window_over(self.cfg.slice_ns, slice_len, wall_len, general);
+        if closed {
             self.close_window(i, slice_len, sample.applied, now, t_ms);
         }
-        match self.place(i, now) {
+        let placed = self.place(i, now);
+        if closed {
+            // The next window begins after the placement, as a simulated
+            // task's slice begins after its move and a kernel slice after
+            // the migration: a thread placed now votes from this window on
+            // (with a warm-up shorter than a window, the drivers disagreed).
+            if let Some(ctrl) = &self.ctrl {
+                ctrl.begin_slice(&mut self.tracks[i].policy, now);
+            }
+        }
+        match placed {
             Some(want) => Observed::Placed(want),
             None => Observed::Unmanaged,
         }
@@ -403,7 +415,6 @@ impl Monitor {
             realtime,
         };
         let out = ctrl.on_slice_end(&mut track.policy, obs, now);
-        ctrl.begin_slice(&mut track.policy, now);
         let tid = track.tid;
         match out.action {
             ThreadAction::Qualified => self.log(Event::Qualified { t_ms, tid, share }),

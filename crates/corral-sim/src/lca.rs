@@ -40,7 +40,7 @@ pub struct Lca {
     /// to `batched` (no round can close then), one after reports. The
     /// same counts and round checks, so the same decisions, as reporting
     /// at every attempt, without the controller's atomic add and round
-    /// check each time (a tenth of an lca point's run).
+    /// check each time (5-6% of an lca point's run, profiled).
     window: (u64, u64),
     /// Whether progress has been reported yet (the controller's switch to
     /// measured progress); until then the window stays closed at 0.
@@ -187,7 +187,8 @@ impl Lca {
         ctrl.on_lock_attempt(&mut self.threads[task as usize], core, &self.loads, now_ns)
     }
 
-    /// Reports the acquisitions counted since the last timed event.
+    /// Reports what was batched (at its own time) and what came since the
+    /// last attempt (now, where a round may close).
     #[inline(never)]
     fn flush_progress(&mut self, now_ns: u64) {
         let (count, at) = std::mem::take(&mut self.batched);

@@ -149,11 +149,21 @@ impl SscParams {
     /// kernel-lock monitor does not, and keeps vote-closed rounds) closes a
     /// round every 1 ms once it has counted 200 acquisitions, instead of
     /// waiting for one 4 ms slice per SSC core: `--seconds 0.2` then reaches
-    /// the final bound at 48 cores. (A 1 ms warm-up settled faster still,
-    /// but below one slice the drivers disagree on which slices vote: the
-    /// one-policy test's three drivers then placed threads differently.)
+    /// the final bound at 48 cores.
+    ///
+    /// The vote warm-up after a bound change is 1.25 ms, not a whole 4 ms
+    /// slice: tasks move at their next lock attempt, well within it, and
+    /// every step of the search then costs about 2.5 ms instead of 5. On
+    /// the simulator's acceptance grid (14 presets, `lca-qspinlock`, 8 to
+    /// 1,024 cores, 0.2 s, seeds 1 and 2) no point settles later than 20
+    /// ms (4 ms: 38-40 of 130 did, up to 38 ms) and none falls below 0.95x
+    /// of the better baseline. The value was chosen among measured ones and
+    /// the search is sensitive to it: 2 ms left 28-32 points above 20 ms,
+    /// 1.5 ms 3, and 1 ms settled fast but left PFIND under `lca` over the
+    /// ticket lock at 0.88 of the default's peak at 48 cores.
     pub fn kernel() -> Self {
         SscParams {
+            vote_warmup: 1_250_000,
             grow_runnable_per_core: 0.0,
             progress_round: 1_000_000,
             progress_round_min: 200,
@@ -188,6 +198,9 @@ impl SscParams {
             // 10 ms rounds of at least 400 attempts (noise about 5%).
             progress_round: 10_000_000,
             progress_round_min: 400,
+            // A thread placed by the monitor moves at its next lock
+            // attempt, which may be a whole sleep away: a slice's length.
+            vote_warmup: 4_000_000,
             ..Self::kernel()
         }
     }
