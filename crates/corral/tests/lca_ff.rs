@@ -65,12 +65,21 @@ fn lca_and_ff_act_together_on_one_real_program() {
     );
     if program["slice"]["state"] == "applied" {
         // Where the kernel takes slices, a quantum FF applies (rather than
-        // keeping the kernel's default) reaches every thread, read back.
-        for p in periods.iter().filter(|p| p["slice"]["kind"] == "ms") {
+        // keeping the kernel's default) reaches every thread alive then
+        // (workers exit near the end), read back.
+        let applied: Vec<_> = periods
+            .iter()
+            .filter(|p| p["slice"]["kind"] == "ms")
+            .collect();
+        for p in &applied {
             assert_eq!(p["threads_at_slice"], p["threads"], "{p}");
             if p["changed"] == true {
-                assert!(p["applied"].as_u64().unwrap() >= 6, "{p}");
+                assert_eq!(p["applied"], p["threads"], "{p}");
             }
+        }
+        // The first quantum applied reached the six workers.
+        if let Some(first) = applied.iter().find(|p| p["changed"] == true) {
+            assert!(first["applied"].as_u64().unwrap() >= 6, "{first}");
         }
     }
 }
