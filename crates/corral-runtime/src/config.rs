@@ -24,6 +24,8 @@ pub const ENV_THRESHOLD: &str = "CORRAL_THRESHOLD";
 pub const ENV_CONFIRMATIONS: &str = "CORRAL_CONFIRMATIONS";
 /// Re-search timeout, milliseconds.
 pub const ENV_RESEARCH_MS: &str = "CORRAL_RESEARCH_MS";
+/// Vote warm-up after an SSC size change, microseconds; 0 turns it off.
+pub const ENV_VOTE_WARMUP_US: &str = "CORRAL_VOTE_WARMUP_US";
 /// Largest SSC; 0 = every CPU.
 pub const ENV_MAX_SSC: &str = "CORRAL_MAX_SSC";
 /// `1`/`0`: paper 2's migrate-back.
@@ -415,6 +417,9 @@ impl RuntimeConfig {
         if let Some(v) = get(ENV_RESEARCH_MS) {
             c.ssc.research_interval = parse_duration_ns(ENV_RESEARCH_MS, &v, TimeUnit::Millis, 1)?;
         }
+        if let Some(v) = get(ENV_VOTE_WARMUP_US) {
+            c.ssc.vote_warmup = parse_duration_ns(ENV_VOTE_WARMUP_US, &v, TimeUnit::Micros, 0)?;
+        }
         if let Some(v) = get(ENV_MAX_SSC) {
             c.ssc.max_bound = parse_num(ENV_MAX_SSC, &v, Expected::CoreCount)?;
         }
@@ -454,6 +459,10 @@ impl RuntimeConfig {
                 ENV_RESEARCH_MS,
                 (self.ssc.research_interval / 1_000_000).to_string(),
             ),
+            (
+                ENV_VOTE_WARMUP_US,
+                (self.ssc.vote_warmup / 1_000).to_string(),
+            ),
             (ENV_MAX_SSC, self.ssc.max_bound.to_string()),
             (
                 ENV_MIGRATE_BACK,
@@ -487,6 +496,7 @@ mod tests {
         };
         c.ssc.confirmations = 3;
         c.ssc.migrate_back = false;
+        c.ssc.vote_warmup = 1_250_000;
         let env: Vec<(String, String)> = c
             .to_env()
             .into_iter()

@@ -81,6 +81,13 @@ pub(crate) struct RunArgs {
     /// Re-search timeout in milliseconds (paper 1: 30,000).
     #[arg(long, value_name = "MS")]
     pub(crate) research_ms: Option<u64>,
+    /// Vote warm-up after the SSC size changes, in microseconds: slices
+    /// that began sooner do not count toward the next decision, nor does a
+    /// thread's slice during its move onto the SSC (corral's default for
+    /// user-space locks: 4,000; the kernel preset's: 1,250; 0 turns both
+    /// off).
+    #[arg(long, value_name = "US")]
+    pub(crate) vote_warmup_us: Option<u64>,
     /// Largest SSC in cores (0 = every CPU).
     #[arg(long, value_name = "N")]
     pub(crate) max_ssc: Option<u32>,
@@ -155,7 +162,7 @@ impl RunArgs {
     /// Every tuning flag with its variable, in one table: the values go to
     /// the preload library's parser, and its error's key leads back to the
     /// flag.
-    fn tuning(&self) -> [Tuning; 9] {
+    fn tuning(&self) -> [Tuning; 10] {
         [
             ("--threshold", config::ENV_THRESHOLD, text(self.threshold)),
             ("--slice-us", config::ENV_SLICE_US, text(self.slice_us)),
@@ -169,6 +176,11 @@ impl RunArgs {
                 "--research-ms",
                 config::ENV_RESEARCH_MS,
                 text(self.research_ms),
+            ),
+            (
+                "--vote-warmup-us",
+                config::ENV_VOTE_WARMUP_US,
+                text(self.vote_warmup_us),
             ),
             ("--max-ssc", config::ENV_MAX_SSC, text(self.max_ssc)),
             (
@@ -434,6 +446,13 @@ mod tests {
         assert_eq!(
             config(&["--confirmations", "3"]).unwrap().ssc.confirmations,
             3
+        );
+        assert_eq!(
+            config(&["--vote-warmup-us", "1250"])
+                .unwrap()
+                .ssc
+                .vote_warmup,
+            1_250_000
         );
     }
 
