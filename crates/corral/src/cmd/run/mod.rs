@@ -83,9 +83,9 @@ pub(crate) struct RunArgs {
     pub(crate) research_ms: Option<u64>,
     /// Vote warm-up after the SSC size changes, in microseconds: slices
     /// that began sooner do not count toward the next decision, nor does a
-    /// thread's slice during its move onto the SSC (corral's default for
-    /// user-space locks: 4,000; the kernel preset's: 1,250; 0 turns both
-    /// off).
+    /// thread's slice during its move onto the SSC (default 4,000; 0 turns
+    /// both off). User-space locks only, as the flags above; the
+    /// kernel-lock monitor keeps its preset's 1,250.
     #[arg(long, value_name = "US")]
     pub(crate) vote_warmup_us: Option<u64>,
     /// Largest SSC in cores (0 = every CPU).
