@@ -42,17 +42,14 @@ fn kinds(log: &[Decision]) -> Vec<DecisionKind> {
 #[test]
 fn a_program_that_needs_every_core_keeps_them() {
     // Four lock-intensive threads cap the climb at 4 cores, but the rest of
-    // the program runs best on all 64.
+    // the program runs best on all 64: the baseline round measured that, so
+    // the climb settles there without probing every core again.
     let (bound, log) = settle(4, &|n| if n == 64 { 3_000 } else { 1_000 + u64::from(n) });
     assert_eq!(bound, 64, "{:?}", kinds(&log));
     let k = kinds(&log);
-    assert_eq!(
-        k[k.len() - 2..],
-        [
-            DecisionKind::ProbeUnconfined,
-            DecisionKind::SettleUnconfined
-        ]
-    );
+    assert_eq!(k.first(), Some(&DecisionKind::Baseline), "{k:?}");
+    assert_eq!(k.last(), Some(&DecisionKind::SettleUnconfined), "{k:?}");
+    assert!(!k.contains(&DecisionKind::ProbeUnconfined), "{k:?}");
 }
 
 #[test]
@@ -72,28 +69,34 @@ fn a_collapsing_program_keeps_its_small_ssc() {
     let (bound, log) = settle(16, &|n| 64_000 / u64::from(n));
     assert_eq!(bound, 1);
     let k = kinds(&log);
-    assert!(k.contains(&DecisionKind::ProbeUnconfined), "{k:?}");
+    // Every core is measured once, first, and not again.
+    assert_eq!(k.first(), Some(&DecisionKind::Baseline), "{k:?}");
+    assert!(!k.contains(&DecisionKind::ProbeUnconfined), "{k:?}");
     assert_eq!(k.last(), Some(&DecisionKind::RefineSettle), "{k:?}");
     // The papers' preset never leaves the SSC to measure every core.
-    let mut driver = Driver::new(SscParams::kernel(), 64, 16);
+    let mut driver = Driver::new(SscParams::paper_2013(), 64, 16);
     driver.settle(&unimodal(1));
-    assert!(!kinds(&driver.log).contains(&DecisionKind::ProbeUnconfined));
+    let k = kinds(&driver.log);
+    assert!(!k.contains(&DecisionKind::ProbeUnconfined), "{k:?}");
+    assert!(!k.contains(&DecisionKind::Baseline), "{k:?}");
 }
 
 #[test]
-fn where_the_doubling_measured_every_core_it_is_not_probed_again() {
-    // Two cores: the doubling's step to 2 is every core, and its
-    // confirmed-worse rounds there already measured it. Probing it again
-    // spent two more rounds at a third of the rate (sysbench mutex).
+fn on_two_cores_one_core_is_judged_against_the_baseline() {
+    // Two cores: the doubling's first step is every core, which the
+    // baseline round measured. Moving there again spent rounds at a third
+    // of the rate (sysbench mutex).
     let (bound, log) = settle_on(2, 2, &|n| if n == 1 { 3_000 } else { 1_000 });
     assert_eq!(bound, 1);
     let k = kinds(&log);
-    assert!(!k.contains(&DecisionKind::ProbeUnconfined), "{k:?}");
-    assert_eq!(k, [DecisionKind::Double, DecisionKind::RefineSettle]);
-    // Every core within the margin of the best bound is still probed.
+    assert_eq!(k, [DecisionKind::Baseline, DecisionKind::RefineSettle]);
+    // After the baseline, the bound never goes back to every core.
+    let mut after = log.iter().skip_while(|d| d.kind != DecisionKind::Baseline);
+    assert!(after.all(|d| d.bound_after == 1), "{log:?}");
+    // One core within the margin of every core: no confinement.
     let (bound, log) = settle_on(2, 2, &|n| if n == 1 { 1_020 } else { 1_000 });
     assert_eq!(bound, 2);
-    assert!(kinds(&log).contains(&DecisionKind::ProbeUnconfined));
+    assert_eq!(kinds(&log).last(), Some(&DecisionKind::SettleUnconfined));
 }
 
 /// When, after the warm-up, the first round closes with no slice ends at

@@ -36,6 +36,16 @@ fn bad_input_is_one_line_before_the_program_starts() {
             .contains("--confirmations")
     );
     assert!(one_line_error(&["run", "--", "no-such-program-corral"]).contains("not found"));
+    // Kernel-lock flags without --kernel-locks did nothing, silently.
+    for flag in ["--observe-only", "--paper-2013", "--no-follow-forks"] {
+        let err = one_line_error(&["run", flag, "--", "echo", "ran"]);
+        assert!(
+            err.contains(flag) && err.contains("--kernel-locks"),
+            "{err}"
+        );
+    }
+    let err = one_line_error(&["run", "--kernel-lock-kinds", "all", "--", "echo", "ran"]);
+    assert!(err.contains("--kernel-lock-kinds"), "{err}");
 }
 
 #[test]

@@ -33,6 +33,7 @@
 mod memory;
 mod params;
 mod search;
+mod unconfined;
 
 pub use memory::{program_key, ClassMemory};
 pub use params::{

@@ -81,6 +81,22 @@ pub struct SscParams {
     /// cannot undo a settled search while a real behaviour change (which
     /// persists) still restarts it one round later.
     pub jump_confirmations: u32,
+    /// The first this many settled rounds re-record T instead of testing it
+    /// for a jump: a search that settles while threads still qualify and
+    /// move recorded T before they all arrived, and their arrival would
+    /// otherwise read as a jump that restarts it. 0 (the papers) records T
+    /// only at the decision.
+    pub settle_in_rounds: u32,
+    /// A searching round at a confined bound whose lock-intensive count grew
+    /// by more than this fraction since the last round is not evidence: the
+    /// threads that qualified during it ran unconfined for part of it, so
+    /// it measures a mix of bounds (a program of many threads qualifies
+    /// over several rounds). Such rounds hold without counting, at most
+    /// `arrival_hold_max` in a row. 0 (the papers) counts every round.
+    pub arrival_growth: f64,
+    /// The most rounds in a row `arrival_growth` may hold: a program whose
+    /// threads keep arriving is still searched.
+    pub arrival_hold_max: u32,
     /// Compare measured progress (see `SscController::observe_progress`:
     /// lock acquisitions of the program's threads per unit time) instead of
     /// T(n) = n(1 - p(n)) once the driver reports any. Paper 1, footnote 1:
@@ -190,11 +206,22 @@ impl SscParams {
                 ..DetectParams::default()
             },
             probe_unconfined: true,
-            // Measured on the runtime's figures with the late probe; the
-            // baseline is the simulator's and the kernel monitor's so far.
-            baseline_unconfined: false,
+            // The search begins by measuring every core, where the program
+            // runs before anything is confined: a program that needs its
+            // cores then spends one round confined, not a climb, and one
+            // that confinement helps settles without re-measuring every
+            // core (on 2 cores the doubling's first step reaches them).
+            baseline_unconfined: true,
             // 10 ms rounds: two of them are 20 ms.
             jump_confirmations: 2,
+            // A program of many threads qualifies over tens of ms: the
+            // two rounds after settling record where it arrived.
+            settle_in_rounds: 2,
+            // 64 threads on 2 cores qualify over 30-60 ms: a round at one
+            // core that held a fifth of them read as no better than every
+            // core, and the search settled unconfined at 0.4x.
+            arrival_growth: 0.25,
+            arrival_hold_max: 4,
             // 10 ms rounds of at least 400 attempts (noise about 5%).
             progress_round: 10_000_000,
             progress_round_min: 400,
@@ -252,6 +279,9 @@ impl Default for SscParams {
             vote_warmup: 4_000_000,
             votes_per_ssc_core: 1,
             jump_confirmations: 2,
+            settle_in_rounds: 0,
+            arrival_growth: 0.0,
+            arrival_hold_max: 0,
             use_progress: true,
             // Up to 16 x 3 quiet slices: long against a search round.
             release_backoff_max: 4,

@@ -95,7 +95,7 @@ impl Round {
 
     /// Alg. 4 lines 2-4: T = useful_perc x work_cores, or the measured rate
     /// where there is one.
-    fn thro(&self) -> f64 {
+    pub(super) fn thro(&self) -> f64 {
         self.measured
             .unwrap_or(self.useful_perc * f64::from(self.work_cores()))
     }
@@ -122,7 +122,7 @@ pub(crate) struct Step {
 
 impl Step {
     /// Nothing moves (a confirmation counted, or a settled round).
-    fn hold(thro: f64) -> Self {
+    pub(super) fn hold(thro: f64) -> Self {
         Step {
             kind: DecisionKind::Hold,
             thro,
@@ -131,7 +131,7 @@ impl Step {
     }
 
     /// The bound moves to `bound`.
-    fn to(kind: DecisionKind, thro: f64, bound: u32) -> Self {
+    pub(super) fn to(kind: DecisionKind, thro: f64, bound: u32) -> Self {
         Step {
             kind,
             thro,
@@ -160,6 +160,12 @@ pub struct SearchState {
     pub cores_streak: u32,
     /// T of the baseline round on every core, once measured.
     pub unconfined_thro: Option<f64>,
+    /// Rounds since the search settled (0 while it searches).
+    pub rounds_settled: u32,
+    /// Lock-intensive threads at the last determination.
+    pub last_lock_intensive: u32,
+    /// Rounds held in a row because threads were still arriving.
+    pub arrival_holds: u32,
 }
 
 impl SearchState {
@@ -173,6 +179,9 @@ impl SearchState {
             jump_streak: 0,
             cores_streak: 0,
             unconfined_thro: None,
+            rounds_settled: 0,
+            last_lock_intensive: 0,
+            arrival_holds: 0,
         }
     }
 
@@ -193,6 +202,12 @@ impl SearchState {
     pub(crate) fn determine(&mut self, params: &SscParams, round: Round) -> Step {
         let work_cores = round.work_cores();
         let thro = round.thro();
+        if self.phase != Phase::Settled {
+            self.rounds_settled = 0;
+        }
+        if self.arrivals_under_way(params, round) {
+            return Step::hold(thro);
+        }
         match self.phase {
             Phase::Baseline => self.baseline(params, round, thro),
             Phase::Climb => self.climb(params, round, work_cores, thro),
@@ -202,47 +217,24 @@ impl SearchState {
         }
     }
 
-    /// The round on every core is measured: the doubling starts from the
-    /// initial bound. One round, not the best of several: a longer stay on
-    /// every core let the simulator's 1,024-core presets fall into a convoy
-    /// more often than it measured them better.
-    fn baseline(&mut self, params: &SscParams, round: Round, thro: f64) -> Step {
-        // Only measured progress compares every core with a confined bound:
-        // the paper's T = n(1 - p) grows with the cores by construction, so
-        // a driver that counts no progress (the kernel-lock monitor) climbs
-        // as before, one round later.
-        self.unconfined_thro = round.measured.filter(|&t| t > 0.0);
-        self.phase = Phase::Climb;
-        let start = params
-            .initial_bound
-            .max(round.min_bound)
-            .clamp(1, round.max_bound);
-        Step::to(DecisionKind::Baseline, thro, start)
-    }
-
-    /// Where the doubling goes from `work_cores` after a better T: twice as
-    /// far, or, while T is still below the baseline on every core, as far
-    /// as linear growth would need to meet it.
-    fn next_climb_bound(&self, work_cores: u32, thro: f64, limit: u32) -> u32 {
-        let doubled = work_cores.saturating_mul(2);
-        let jump = match self.unconfined_thro {
-            Some(unconfined) if thro > 0.0 && thro < unconfined => {
-                (f64::from(work_cores) * unconfined / thro)
-                    .ceil()
-                    .min(f64::from(u32::MAX)) as u32
-            }
-            _ => 0,
-        };
-        doubled.max(jump).min(limit)
-    }
-
-    /// Whether `thro` is below half the baseline on every core: growth
-    /// toward every core then needs no confirmation (after a restart on a
-    /// program that needs its cores, each confirmation at a small bound is
-    /// a round at a fraction of its progress).
-    #[inline]
-    fn far_below_baseline(&self, thro: f64) -> bool {
-        self.unconfined_thro.is_some_and(|u| thro * 2.0 < u)
+    /// Whether this round is held because lock-intensive threads were still
+    /// arriving on a confined bound (`SscParams::arrival_growth`); records
+    /// the count either way.
+    fn arrivals_under_way(&mut self, params: &SscParams, round: Round) -> bool {
+        let before = std::mem::replace(&mut self.last_lock_intensive, round.lock_intensive);
+        let searching = matches!(
+            self.phase,
+            Phase::Climb | Phase::Refine(_) | Phase::ProbeUnconfined(_)
+        );
+        let grew =
+            f64::from(round.lock_intensive) > f64::from(before) * (1.0 + params.arrival_growth);
+        let hold = params.arrival_growth > 0.0
+            && searching
+            && round.bound < round.max_bound
+            && grew
+            && self.arrival_holds < params.arrival_hold_max;
+        self.arrival_holds = if hold { self.arrival_holds + 1 } else { 0 };
+        hold
     }
 
     /// Alg. 4 lines 6-43, the doubling with `confirmations` better rounds to
@@ -265,6 +257,11 @@ impl SearchState {
             let limit = round.max_bound.min(round.lock_intensive).max(1);
             let new_bound = self.next_climb_bound(work_cores, thro, limit);
             self.climbing = 1;
+            if new_bound > work_cores && new_bound >= round.max_bound {
+                if let Some(step) = self.decide_on_baseline(params, round, work_cores, thro) {
+                    return step;
+                }
+            }
             if new_bound > work_cores {
                 self.record_last(work_cores, thro);
                 return Step::to(DecisionKind::Double, thro, new_bound);
@@ -319,109 +316,7 @@ impl SearchState {
         Step::to(DecisionKind::StepBack, thro, back)
     }
 
-    /// With a baseline on every core, a climb that ended within the margin
-    /// of it settles there at once: the refinement could only find a bound
-    /// within a few percent of its center, which would not beat every core
-    /// either.
-    fn settle_before_refining(
-        &mut self,
-        params: &SscParams,
-        round: Round,
-        center: u32,
-        center_thro: f64,
-    ) -> Option<Step> {
-        self.unconfined_thro?;
-        self.probe_unconfined(params, round, center, center_thro, round.thro())
-    }
-
-    /// With `probe_unconfined`, a search about to settle on `center` below
-    /// every core measures every core first, unless the round that decided
-    /// it was on every core and worse beyond the margin (a small machine,
-    /// where the doubling reaches every core: its confirmed-worse rounds
-    /// already measured it, and probing again only repeats them).
-    fn probe_unconfined(
-        &mut self,
-        params: &SscParams,
-        round: Round,
-        center: u32,
-        center_thro: f64,
-        thro: f64,
-    ) -> Option<Step> {
-        if center >= round.max_bound {
-            return None;
-        }
-        if let Some(unconfined) = self.unconfined_thro {
-            // Measured at the start: no probe needed.
-            if center_thro >= unconfined * (1.0 + params.unconfined_margin) {
-                return None;
-            }
-            self.climbing = 0;
-            self.phase = Phase::Settled;
-            let work_cores = round.lock_intensive.min(round.max_bound).max(1);
-            self.record_last(work_cores, unconfined);
-            return Some(Step::to(
-                DecisionKind::SettleUnconfined,
-                thro,
-                round.max_bound,
-            ));
-        }
-        if !params.probe_unconfined {
-            return None;
-        }
-        let measured_every_core = round.bound >= round.max_bound
-            && round.thro() < center_thro * (1.0 - params.unconfined_margin);
-        if measured_every_core {
-            return None;
-        }
-        self.climbing = 0;
-        self.phase = Phase::ProbeUnconfined(UnconfinedProbe {
-            center,
-            center_thro,
-            streak: 0,
-        });
-        Some(Step::to(
-            DecisionKind::ProbeUnconfined,
-            thro,
-            round.max_bound,
-        ))
-    }
-
-    /// One round on every core: `confirmations` agreeing rounds keep it (it
-    /// did within `unconfined_margin` of the center) or go back to the
-    /// center. Either way the search settles.
-    fn probe_round(
-        &mut self,
-        params: &SscParams,
-        round: Round,
-        mut probe: UnconfinedProbe,
-        thro: f64,
-    ) -> Step {
-        let confirmations = params.confirmations.max(1) as i32;
-        probe.streak = if thro >= probe.center_thro * (1.0 - params.unconfined_margin) {
-            probe.streak.max(0) + 1
-        } else {
-            probe.streak.min(0) - 1
-        };
-        if probe.streak.abs() < confirmations {
-            self.phase = Phase::ProbeUnconfined(probe);
-            return Step::hold(thro);
-        }
-        self.phase = Phase::Settled;
-        self.climbing = 0;
-        if probe.streak > 0 {
-            let work_cores = round.lock_intensive.min(round.max_bound).max(1);
-            self.record_last(work_cores, thro);
-            return Step {
-                kind: DecisionKind::SettleUnconfined,
-                thro,
-                bound: BoundMove::Keep,
-            };
-        }
-        self.record_last(probe.center, probe.center_thro);
-        Step::to(DecisionKind::RefineSettle, thro, probe.center)
-    }
-
-    fn record_last(&mut self, work_cores: u32, thro: f64) {
+    pub(super) fn record_last(&mut self, work_cores: u32, thro: f64) {
         self.thro_last_step = thro;
         self.work_cores_last_step = work_cores;
     }
@@ -429,7 +324,7 @@ impl SearchState {
     /// Begins the pattern search around `center` with step `center / 2`.
     /// The doubling reached `center` from `center / 2` because T rose, so
     /// that side is not probed again (`moved_dir` = +1).
-    fn start_refine(
+    pub(super) fn start_refine(
         &mut self,
         params: &SscParams,
         round: Round,
@@ -527,7 +422,15 @@ impl SearchState {
     /// measured progress, and a rise of progress cannot call for more cores:
     /// only a fall restarts the search, so threads that flicker around the
     /// threshold do not send the program back to one core.
+    ///
+    /// The first `settle_in_rounds` settled rounds only re-record T (see
+    /// `SscParams::settle_in_rounds`).
     fn adapt(&mut self, params: &SscParams, round: Round, work_cores: u32, thro: f64) -> Step {
+        self.rounds_settled = self.rounds_settled.saturating_add(1);
+        if self.rounds_settled <= params.settle_in_rounds {
+            self.record_last(work_cores, thro);
+            return Step::hold(thro);
+        }
         let unconfined = (params.probe_unconfined || self.unconfined_thro.is_some())
             && round.bound >= round.max_bound;
         // On every core already, more progress cannot call for more cores.
@@ -570,3 +473,7 @@ impl Default for SearchState {
         Self::new()
     }
 }
+
+#[cfg(test)]
+#[path = "search_tests.rs"]
+mod tests;

@@ -28,6 +28,24 @@ pub(crate) struct KernelOptions {
     pub(crate) paper_2013: bool,
 }
 
+impl KernelOptions {
+    /// The first of these flags given, which only the kernel-lock monitor
+    /// reads: without `--kernel-locks` it would do nothing, silently.
+    pub(crate) fn first_given(&self) -> Option<&'static str> {
+        [
+            (
+                self.kernel_lock_kinds != LockKinds::default(),
+                "--kernel-lock-kinds",
+            ),
+            (self.no_follow_forks, "--no-follow-forks"),
+            (self.observe_only, "--observe-only"),
+            (self.paper_2013, "--paper-2013"),
+        ]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag))
+    }
+}
+
 /// A running kernel-lock session of `corral run` or `corral attach`.
 pub(crate) struct KernelRun {
     session: KernelSession,

@@ -241,6 +241,12 @@ impl RunArgs {
 /// exit code.
 pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
     let cfg = args.config()?;
+    if let (false, Some(flag)) = (args.kernel_locks, args.kernel.first_given()) {
+        return Err(CliError(format!(
+            "{flag}: applies to the kernel-lock monitor only; add --kernel-locks \
+             (for user-space locks, --policy none measures without placing)"
+        )));
+    }
     let prog_name = &args.prog[0];
     if resolve_program(prog_name).is_none() {
         return Err(CliError(format!(

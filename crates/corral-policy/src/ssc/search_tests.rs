@@ -1,0 +1,110 @@
+//! The search's state machine driven round by round: rounds while threads
+//! still arrive, and the rounds after it settles.
+
+use super::*;
+
+/// A round of `measured` progress at `bound` of 2 cores with
+/// `lock_intensive` threads.
+fn round(bound: u32, lock_intensive: u32, measured: f64) -> Round {
+    Round {
+        measured: Some(measured),
+        bound,
+        lock_intensive,
+        max_bound: 2,
+        min_bound: 1,
+        useful_perc: 0.0,
+    }
+}
+
+/// Feeds `rounds` to a fresh search, moving the bound as each step says;
+/// returns the steps' kinds and the bound at the end.
+fn run(params: &SscParams, rounds: &[(u32, f64)]) -> (Vec<DecisionKind>, u32) {
+    let mut state = SearchState::for_params(params);
+    let mut bound = 2;
+    let mut kinds = Vec::new();
+    for &(lock_intensive, measured) in rounds {
+        let step = state.determine(params, round(bound, lock_intensive, measured));
+        kinds.push(step.kind);
+        match step.bound {
+            BoundMove::To(b) => bound = b,
+            BoundMove::Restart => bound = 2,
+            BoundMove::Keep => {}
+        }
+    }
+    (kinds, bound)
+}
+
+#[test]
+fn rounds_while_threads_still_arrive_do_not_count() {
+    // 64 threads qualify over three rounds after the baseline (1,000 on
+    // both cores): the rounds at one core that held a part of them read
+    // level with the baseline; once all are there, one core makes 3,000.
+    let rounds = [
+        (5, 1_000.0),
+        (19, 900.0),
+        (61, 1_000.0),
+        (62, 3_000.0),
+        (62, 3_000.0),
+    ];
+    let params = SscParams::user_space();
+    let (kinds, bound) = run(&params, &rounds);
+    assert_eq!(bound, 1, "{kinds:?}");
+    assert_eq!(kinds.last(), Some(&DecisionKind::RefineSettle), "{kinds:?}");
+    // Counting them, the search left the one core it needed.
+    let counting = SscParams {
+        arrival_growth: 0.0,
+        ..params
+    };
+    let (kinds, bound) = run(&counting, &rounds);
+    assert_eq!(bound, 2, "{kinds:?}");
+    assert!(kinds.contains(&DecisionKind::SettleUnconfined), "{kinds:?}");
+}
+
+#[test]
+fn threads_that_never_stop_arriving_still_get_a_search() {
+    // The count grows by half every round: after `arrival_hold_max` held
+    // rounds the search counts again.
+    let mut rounds = vec![(4u32, 1_000.0)];
+    let mut lock_intensive = 4.0f64;
+    for _ in 0..10 {
+        lock_intensive *= 1.5;
+        rounds.push((lock_intensive as u32, 3_000.0));
+    }
+    let params = SscParams::user_space();
+    let (kinds, bound) = run(&params, &rounds);
+    assert_eq!(bound, 1, "{kinds:?}");
+    assert!(kinds.contains(&DecisionKind::RefineSettle), "{kinds:?}");
+    // Without the cap it would never decide.
+    let uncapped = SscParams {
+        arrival_hold_max: u32::MAX,
+        ..params
+    };
+    let (kinds, _) = run(&uncapped, &rounds);
+    assert!(!kinds.contains(&DecisionKind::RefineSettle), "{kinds:?}");
+}
+
+#[test]
+fn the_rounds_after_settling_record_where_the_threads_arrived() {
+    // Settled on one core at 1,500 while threads still moved; there they
+    // make 3,000 from then on, twice the record (beyond alpha = 1.3).
+    let mut rounds = vec![(64, 1_000.0), (64, 1_500.0), (64, 1_500.0)];
+    rounds.extend([(64, 3_000.0); 6]);
+    let params = SscParams::user_space();
+    let (kinds, bound) = run(&params, &rounds);
+    assert_eq!(kinds[2], DecisionKind::RefineSettle, "{kinds:?}");
+    assert_eq!(bound, 1, "{kinds:?}");
+    assert!(
+        kinds[3..].iter().all(|k| *k == DecisionKind::Hold),
+        "{kinds:?}"
+    );
+    // Recording only at the decision, the arrival reads as a jump.
+    let at_decision = SscParams {
+        settle_in_rounds: 0,
+        ..params
+    };
+    let (kinds, _) = run(&at_decision, &rounds);
+    assert!(
+        kinds.contains(&DecisionKind::RestartThroughputJump),
+        "{kinds:?}"
+    );
+}
