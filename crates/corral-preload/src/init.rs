@@ -199,6 +199,7 @@ fn degrade(why: &str) {
 extern "C" fn on_load() {
     // SAFETY: registering a plain function pointer; no other arguments.
     unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
+    adopt_parent_calibration();
     if is_root_process() {
         ROOT.store(true, Ordering::Relaxed); // Relaxed: read at exit by this process.
         let Some(cfg) = read_config() else { return };
@@ -212,6 +213,28 @@ extern "C" fn on_load() {
     }
     // Release: a thread that sees Pending sees CONFIG and STATS.
     STATE.store(MonitorState::Pending as u8, Ordering::Release);
+}
+
+/// Takes the TSC calibration `corral run` passed down, if it is there and
+/// sane: a process then never spins to calibrate (250 us of CPU, a fifth of
+/// what a short process paid for corral). Read without allocating.
+fn adopt_parent_calibration() {
+    // SAFETY: a NUL-terminated name; getenv allocates nothing.
+    let raw = unsafe { libc::getenv(corral_runtime::config::ENV_TSC_Q32_C.as_ptr()) };
+    if raw.is_null() {
+        return;
+    }
+    // SAFETY: getenv returned a NUL-terminated string that lives as long as
+    // the environment, which nobody changes during load.
+    let text = unsafe { core::ffi::CStr::from_ptr(raw) }.to_bytes();
+    let parsed = text.iter().try_fold(0u64, |n, &b| {
+        b.is_ascii_digit()
+            .then(|| n.checked_mul(10)?.checked_add(u64::from(b - b'0')))
+            .flatten()
+    });
+    if let Some(q32) = parsed.filter(|_| !text.is_empty()) {
+        corral_locks::sys::clock::adopt_calibration(q32);
+    }
 }
 
 /// The configuration from the environment, applied to the waiters; `None`

@@ -58,6 +58,11 @@ pub const ENV_PARENT_PID_C: &core::ffi::CStr = c"CORRAL_PARENT_PID";
 /// without reading sysfs again (a dozen files per CPU).
 pub const ENV_TOPOLOGY: &str = "CORRAL_TOPOLOGY";
 
+/// The TSC calibration `corral run` made once (32.32 ns per tick, decimal):
+/// every process under it takes it instead of spinning 250 us to make its
+/// own (`corral_locks::sys::clock::adopt_calibration`).
+pub const ENV_TSC_Q32_C: &core::ffi::CStr = c"CORRAL_TSC_Q32";
+
 /// Default accounting window: 1 ms of thread CPU time, about one scheduler
 /// slice (paper 1 measures over scheduler slices, Sec. 3.2; EEVDF's base
 /// slice is 0.75 ms). Short windows classify a collapsing program quickly.

@@ -85,6 +85,24 @@ fn a_run_passes_the_exit_code_through_and_writes_the_report() {
     assert!(doc["threads"].is_array() && doc["ssc"].is_array() && doc["decisions"].is_array());
 }
 
+#[test]
+fn the_programs_processes_inherit_one_tsc_calibration() {
+    // Each process used to spin 250 us calibrating its own; they now take
+    // corral run's, handed down in the environment (and sane).
+    let Some(lib) = preload_beside_corral() else {
+        panic!("build the preload library first: cargo build -p corral-preload");
+    };
+    let out = corral()
+        .env("CORRAL_PRELOAD", &lib)
+        .args(["run", "--quiet", "--", "sh", "-c", "echo $CORRAL_TSC_Q32"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let q32: u64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    // 0.05 to 10 ns per tick: what the preload accepts.
+    assert!(((1u64 << 32) / 20..=10 << 32).contains(&q32), "{q32}");
+}
+
 /// Whether this machine counts LLC references (a PMU; a VM usually has none).
 fn has_pmu() -> bool {
     use corral_locks::sys::perf::{CacheEvent, Counter};

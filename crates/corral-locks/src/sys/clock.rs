@@ -10,8 +10,9 @@ use std::time::Duration;
 /// How long the one-time tick-to-nanosecond calibration samples both clocks.
 /// Each end reads the TSC between two CLOCK_MONOTONIC reads at most
 /// 1 us apart, so the error is below 1 us in 250 us
-/// (0.4%; typically 50 ns, 0.02%). Every root process under corral pays it
-/// once, at load: 5 ms was most of what `corral run -- /bin/true` cost.
+/// (0.4%; typically 50 ns, 0.02%). `corral run` pays it once and hands the
+/// result down ([`adopt_calibration`]): every process paying it was about
+/// 40% of what a short process (`git grep`) paid for corral.
 pub const CALIBRATION_WINDOW: Duration = Duration::from_micros(250);
 
 /// The widest CLOCK_MONOTONIC bracket around a TSC read that calibration
@@ -148,6 +149,31 @@ pub fn ns_to_ticks(ns: u64) -> u64 {
     ((u128::from(ns) << 32) / u128::from(ns_per_tick_q32().max(1))) as u64
 }
 
+/// The calibration in force (32.32 nanoseconds per tick), calibrating
+/// first if none is: what a parent hands its children (see
+/// [`adopt_calibration`]).
+pub fn calibration_q32() -> u64 {
+    ns_per_tick_q32()
+}
+
+/// The fewest and most nanoseconds per tick (32.32) a calibration handed
+/// down may claim: TSCs from 20 GHz to 100 MHz. Anything else is refused.
+const ADOPTABLE_Q32: core::ops::RangeInclusive<u64> = (1 << 32) / 20..=10 << 32;
+
+/// Takes `q32` (from [`calibration_q32`] in the process that launched this
+/// one, on the same machine: the TSC is invariant across its CPUs) instead
+/// of spinning [`CALIBRATION_WINDOW`] at the first conversion, which every
+/// short process under corral paid. Returns whether it was taken: a value
+/// out of [`ADOPTABLE_Q32`] is refused and the process calibrates itself.
+pub fn adopt_calibration(q32: u64) -> bool {
+    if cfg!(not(target_arch = "x86_64")) || !ADOPTABLE_Q32.contains(&q32) {
+        return false;
+    }
+    // Relaxed: a plain value, as in `calibrate`.
+    NS_PER_TICK_Q32.store(q32, Ordering::Relaxed);
+    true
+}
+
 #[inline]
 fn ns_per_tick_q32() -> u64 {
     if cfg!(not(target_arch = "x86_64")) {
@@ -199,6 +225,20 @@ fn bracketed_tick() -> (u64, u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_adopted_calibration_is_used_and_a_wild_one_refused() {
+        let own = calibration_q32();
+        assert!(!adopt_calibration(0));
+        assert!(!adopt_calibration(u64::MAX));
+        assert_eq!(calibration_q32(), own);
+        if cfg!(target_arch = "x86_64") {
+            // One part in 2^32 off: taken, and harmless to tests beside.
+            assert!(adopt_calibration(own ^ 1));
+            assert_eq!(calibration_q32(), own ^ 1);
+            assert!(adopt_calibration(own));
+        }
+    }
 
     #[test]
     fn monotonic_and_cpu_clocks_advance() {

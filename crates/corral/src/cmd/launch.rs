@@ -229,6 +229,12 @@ pub(crate) fn launch_observed(
         if let Some(topo) = encoded_topology() {
             cmd.env(ENV_TOPOLOGY, topo);
         }
+        if let Ok(name) = corral_runtime::config::ENV_TSC_Q32_C.to_str() {
+            cmd.env(
+                name,
+                corral_locks::sys::clock::calibration_q32().to_string(),
+            );
+        }
         match events {
             Some(p) => cmd.env(ENV_EVENTS, p),
             None => cmd.env_remove(ENV_EVENTS),
