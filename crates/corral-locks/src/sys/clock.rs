@@ -164,7 +164,8 @@ const ADOPTABLE_Q32: core::ops::RangeInclusive<u64> = (1 << 32) / 20..=10 << 32;
 /// one, on the same machine: the TSC is invariant across its CPUs) instead
 /// of spinning [`CALIBRATION_WINDOW`] at the first conversion, which every
 /// short process under corral paid. Returns whether it was taken: a value
-/// out of [`ADOPTABLE_Q32`] is refused and the process calibrates itself.
+/// out of 0.05-10 ns per tick (TSCs from 100 MHz to 20 GHz) is refused, and
+/// the process calibrates itself.
 pub fn adopt_calibration(q32: u64) -> bool {
     if cfg!(not(target_arch = "x86_64")) || !ADOPTABLE_Q32.contains(&q32) {
         return false;
