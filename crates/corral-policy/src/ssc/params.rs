@@ -87,6 +87,12 @@ pub struct SscParams {
     /// otherwise read as a jump that restarts it. 0 (the papers) records T
     /// only at the decision.
     pub settle_in_rounds: u32,
+    /// Settled on every core, a fall of T restarts the search only after
+    /// this many rounds (at least `jump_confirmations`): a program that
+    /// needs its cores is there because confinement did not help it, and
+    /// its own swings would otherwise send it back to one core. 0 keeps
+    /// `jump_confirmations`.
+    pub unconfined_fall_rounds: u32,
     /// A searching round at a confined bound whose lock-intensive count grew
     /// by more than this fraction since the last round is not evidence: the
     /// threads that qualified during it ran unconfined for part of it, so
@@ -217,6 +223,12 @@ impl SscParams {
             // A program of many threads qualifies over tens of ms: the
             // two rounds after settling record where it arrived.
             settle_in_rounds: 2,
+            // sysbench threads at 64 threads: progress falls 800 -> 300 a ms
+            // by itself; two 10 ms rounds of it restarted the search.
+            unconfined_fall_rounds: 4,
+            // Rounds of such programs swing +-40%: two lucky ones beat
+            // every core by 26% and kept them on one core for 190 ms.
+            unconfined_margin: 0.15,
             // 64 threads on 2 cores qualify over 30-60 ms: a round at one
             // core that held a fifth of them read as no better than every
             // core, and the search settled unconfined at 0.4x.
@@ -280,6 +292,7 @@ impl Default for SscParams {
             votes_per_ssc_core: 1,
             jump_confirmations: 2,
             settle_in_rounds: 0,
+            unconfined_fall_rounds: 0,
             arrival_growth: 0.0,
             arrival_hold_max: 0,
             use_progress: true,

@@ -446,7 +446,14 @@ impl SearchState {
             _ if self.jump_streak.signum() == side => self.jump_streak + side,
             _ => side,
         };
-        let needed = params.jump_confirmations.max(1);
+        // On every core, only a fall can restart, and programs that need
+        // their cores swing the most: a fall must last longer there.
+        let needed = if unconfined {
+            params.jump_confirmations.max(params.unconfined_fall_rounds)
+        } else {
+            params.jump_confirmations
+        }
+        .max(1);
         self.cores_streak = if work_cores != self.work_cores_last_step && !unconfined {
             self.cores_streak + 1
         } else {

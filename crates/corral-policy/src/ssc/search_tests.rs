@@ -108,3 +108,56 @@ fn the_rounds_after_settling_record_where_the_threads_arrived() {
         "{kinds:?}"
     );
 }
+
+#[test]
+fn on_every_core_a_fall_must_last_before_it_restarts() {
+    // One core does worse (500 against 1,000): settled on every core.
+    // Then three rounds at 600, a dip such programs make by themselves.
+    let mut rounds = vec![(8, 1_000.0), (8, 500.0), (8, 500.0)];
+    rounds.extend([(8, 1_000.0); 2]);
+    rounds.extend([(8, 600.0); 3]);
+    let params = SscParams::user_space();
+    let (kinds, bound) = run(&params, &rounds);
+    assert!(kinds.contains(&DecisionKind::SettleUnconfined), "{kinds:?}");
+    assert!(
+        !kinds.contains(&DecisionKind::RestartThroughputJump),
+        "{kinds:?}"
+    );
+    assert_eq!(bound, 2, "{kinds:?}");
+    // A fourth round of it restarts the search.
+    rounds.push((8, 600.0));
+    let (kinds, _) = run(&params, &rounds);
+    assert_eq!(
+        kinds.last(),
+        Some(&DecisionKind::RestartThroughputJump),
+        "{kinds:?}"
+    );
+    // With the confirmations of a confined bound, the dip restarted it.
+    let (kinds, _) = run(
+        &SscParams {
+            unconfined_fall_rounds: 0,
+            ..params
+        },
+        &rounds[..8],
+    );
+    assert!(
+        kinds.contains(&DecisionKind::RestartThroughputJump),
+        "{kinds:?}"
+    );
+}
+
+#[test]
+fn a_small_gain_from_confinement_keeps_every_core() {
+    // One core 10% above every core on both rounds: within the user-space
+    // margin (15%), so no confinement; the kernel preset's 5% keeps it.
+    let rounds = [(8, 1_000.0), (8, 1_100.0), (8, 1_100.0)];
+    let params = SscParams::user_space();
+    let (kinds, bound) = run(&params, &rounds);
+    assert_eq!(bound, 2, "{kinds:?}");
+    let tight = SscParams {
+        unconfined_margin: 0.05,
+        ..params
+    };
+    let (kinds, bound) = run(&tight, &rounds);
+    assert_eq!(bound, 1, "{kinds:?}");
+}

@@ -32,7 +32,9 @@ WHAT PROG'S ENVIRONMENT GAINS
   GLIBC_TUNABLES  glibc.rtld.optional_static_tls raised by the full library's
                   TLS size (about 5 KB) over PROG's own value, other tunables
                   kept: the room glibc needs to load it late with static TLS.
-  CORRAL_*        the configuration, and the pid of this corral run.
+  CORRAL_*        the configuration, the pid of this corral run, the CPU
+                  topology and the TSC calibration it read once (so that no
+                  process spins 250 us to calibrate its own).
   Children inherit all of it: they run under corral too.")]
 pub(crate) struct RunArgs {
     /// `lca` confines lock-intensive threads to the SSC; `none` keeps
