@@ -219,20 +219,7 @@ extern "C" fn on_load() {
 /// sane: a process then never spins to calibrate (250 us of CPU, a fifth of
 /// what a short process paid for corral). Read without allocating.
 fn adopt_parent_calibration() {
-    // SAFETY: a NUL-terminated name; getenv allocates nothing.
-    let raw = unsafe { libc::getenv(corral_runtime::config::ENV_TSC_Q32_C.as_ptr()) };
-    if raw.is_null() {
-        return;
-    }
-    // SAFETY: getenv returned a NUL-terminated string that lives as long as
-    // the environment, which nobody changes during load.
-    let text = unsafe { core::ffi::CStr::from_ptr(raw) }.to_bytes();
-    let parsed = text.iter().try_fold(0u64, |n, &b| {
-        b.is_ascii_digit()
-            .then(|| n.checked_mul(10)?.checked_add(u64::from(b - b'0')))
-            .flatten()
-    });
-    if let Some(q32) = parsed.filter(|_| !text.is_empty()) {
+    if let Some(q32) = env_decimal(corral_runtime::config::ENV_TSC_Q32_C) {
         corral_locks::sys::clock::adopt_calibration(q32);
     }
 }
@@ -363,36 +350,38 @@ pub unsafe extern "C" fn pthread_create(
 /// environment): it alone writes the stats file and the decision log.
 /// Read without allocating: it runs at every exec.
 fn is_root_process() -> bool {
+    let parent = env_decimal(ENV_PARENT_PID_C).and_then(|p| i32::try_from(p).ok());
+    // SAFETY: getppid has no preconditions.
+    parent.is_some_and(|p| p == unsafe { libc::getppid() })
+}
+
+/// The environment variable `name` as a decimal number: `None` if unset,
+/// empty, not all digits, or past u64. Read without allocating: every exec
+/// runs it.
+fn env_decimal(name: &core::ffi::CStr) -> Option<u64> {
     // SAFETY: a NUL-terminated name; getenv allocates nothing.
-    let raw = unsafe { libc::getenv(ENV_PARENT_PID_C.as_ptr()) };
+    let raw = unsafe { libc::getenv(name.as_ptr()) };
     if raw.is_null() {
-        return false;
+        return None;
     }
     // SAFETY: getenv returned a NUL-terminated string that lives as long as
     // the environment is not modified (nothing else runs at load).
-    let value = unsafe { core::ffi::CStr::from_ptr(raw) };
-    let Some(parent) = parse_pid(value.to_bytes()) else {
-        return false;
-    };
-    // SAFETY: getppid has no preconditions.
-    parent == unsafe { libc::getppid() }
+    parse_decimal(unsafe { core::ffi::CStr::from_ptr(raw) }.to_bytes())
 }
 
-/// A pid in decimal, parsed here rather than by `str::parse`: every exec
+/// A decimal number, parsed here rather than by `str::parse`: every exec
 /// runs it, and each std function it enters is another code page to fault
 /// in.
-fn parse_pid(digits: &[u8]) -> Option<i32> {
-    if digits.is_empty() || digits.len() > 10 {
+fn parse_decimal(digits: &[u8]) -> Option<u64> {
+    if digits.is_empty() {
         return None;
     }
-    let mut pid: i64 = 0;
-    for &d in digits {
+    digits.iter().try_fold(0u64, |n, &d| {
         if !d.is_ascii_digit() {
             return None;
         }
-        pid = pid * 10 + i64::from(d - b'0');
-    }
-    i32::try_from(pid).ok()
+        n.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+    })
 }
 
 fn with_signals_blocked<T>(f: impl FnOnce() -> T) -> T {

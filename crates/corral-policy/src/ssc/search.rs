@@ -257,12 +257,14 @@ impl SearchState {
             let limit = round.max_bound.min(round.lock_intensive).max(1);
             let new_bound = self.next_climb_bound(work_cores, thro, limit);
             self.climbing = 1;
-            if new_bound > work_cores && new_bound >= round.max_bound {
-                if let Some(step) = self.decide_on_baseline(params, round, work_cores, thro) {
-                    return step;
-                }
-            }
-            if new_bound > work_cores {
+            // Growth to every core, which the baseline round measured, is
+            // decided against that figure below, as a capped climb is:
+            // measuring every core again costs a program that confinement
+            // helps (on 2 cores the doubling's first step reaches them).
+            let measured_already = self.unconfined_thro.is_some()
+                && new_bound >= round.max_bound
+                && round.bound < round.max_bound;
+            if new_bound > work_cores && !measured_already {
                 self.record_last(work_cores, thro);
                 return Step::to(DecisionKind::Double, thro, new_bound);
             }
@@ -324,7 +326,7 @@ impl SearchState {
     /// Begins the pattern search around `center` with step `center / 2`.
     /// The doubling reached `center` from `center / 2` because T rose, so
     /// that side is not probed again (`moved_dir` = +1).
-    pub(super) fn start_refine(
+    fn start_refine(
         &mut self,
         params: &SscParams,
         round: Round,

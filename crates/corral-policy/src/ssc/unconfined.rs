@@ -50,37 +50,6 @@ impl SearchState {
         self.unconfined_thro.is_some_and(|u| thro * 2.0 < u)
     }
 
-    /// A confirmed climb from `work_cores` that would grow to every core,
-    /// which the baseline round already measured: the search decides
-    /// against that figure instead of measuring every core again (rounds
-    /// there cost a program that confinement helps, and on a small machine
-    /// the doubling reaches every core at its first step). Beating the
-    /// baseline by the margin refines around `work_cores` (or settles
-    /// there); anything less settles on every core. `None` without a
-    /// baseline, or with the bound already on every core.
-    pub(super) fn decide_on_baseline(
-        &mut self,
-        params: &SscParams,
-        round: Round,
-        work_cores: u32,
-        thro: f64,
-    ) -> Option<Step> {
-        self.unconfined_thro?;
-        if round.bound >= round.max_bound {
-            return None;
-        }
-        if let Some(settle) = self.settle_before_refining(params, round, work_cores, thro) {
-            return Some(settle);
-        }
-        if params.refine {
-            return Some(self.start_refine(params, round, work_cores, thro));
-        }
-        self.climbing = 0;
-        self.phase = Phase::Settled;
-        self.record_last(work_cores, thro);
-        Some(Step::to(DecisionKind::StepBack, thro, work_cores))
-    }
-
     /// With a baseline on every core, a climb that ended within the margin
     /// of it settles there at once: the refinement could only find a bound
     /// within a few percent of its center, which would not beat every core
