@@ -48,6 +48,8 @@ impl Bench {
                     slice_len: SLICE,
                     lock_wait: SLICE,
                     waits: 0,
+                    attempts: 0,
+                    yields: 0,
                     wall_len: 0,
                     realtime: false,
                 },
@@ -83,6 +85,8 @@ impl Bench {
             slice_len: SLICE,
             lock_wait: (share * SLICE as f64) as Nanos,
             waits: 0,
+            attempts: 0,
+            yields: 0,
             wall_len: 0,
             realtime: false,
         };
@@ -111,6 +115,8 @@ fn slice_end(c: &mut Criterion) {
         slice_len: SLICE,
         lock_wait: SLICE / 3,
         waits: 0,
+        attempts: 0,
+        yields: 0,
         wall_len: 0,
         realtime: false,
     };

@@ -39,6 +39,18 @@ pub struct DetectParams {
     /// part. 0: no such test (kernel spin locks, where the wait is the
     /// waste; paper 1).
     pub handoff_ns: Nanos,
+    /// A slice in which the thread called `sched_yield` at least this many
+    /// times per lock attempt does not qualify, and counts as quiet on the
+    /// SSC. Confinement pays because one thread's quantum on a confined
+    /// core runs many critical sections with nobody to contend; a thread
+    /// that yields about as often as it locks gives that core away inside
+    /// or beside its critical sections, and each yield hands the core to a
+    /// waiter that finds the lock taken: a convoy (`sysbench threads
+    /// --thread-locks=1` yields once per lock, inside it, and lost 5-25%
+    /// confined). Which side of the unlock a yield falls on is not known:
+    /// telling would cost every unlock a thread-local write. 0: no such
+    /// test (kernel locks, the simulator's workloads: nothing yields).
+    pub yields_per_attempt: f64,
 }
 
 impl Default for DetectParams {
@@ -48,6 +60,7 @@ impl Default for DetectParams {
             release_share: 0.05,
             release_after_slices: 3,
             handoff_ns: 0,
+            yields_per_attempt: 0.0,
         }
     }
 }
@@ -111,6 +124,15 @@ pub fn qualifies(
     let cpu_bar = params.qualify_share * slice_len as f64;
     let handoffs_cost = params.handoff_ns == 0 || waits as f64 * params.handoff_ns as f64 > cpu_bar;
     slice_len > 0 && lock_wait as f64 > params.qualify_share * span as f64 && handoffs_cost
+}
+
+/// Does a slice with `attempts` lock attempts and `yields` calls to
+/// `sched_yield` give its core away ([`DetectParams::yields_per_attempt`])?
+#[inline]
+pub fn gives_core_away(params: &DetectParams, yields: u64, attempts: u64) -> bool {
+    params.yields_per_attempt > 0.0
+        && yields > 0
+        && yields as f64 >= params.yields_per_attempt * attempts as f64
 }
 
 /// Is this slice quiet (share below [`DetectParams::release_share`])?

@@ -203,6 +203,8 @@ fn the_controller_qualifies_over_the_wall_span() {
         wall_len,
         lock_wait,
         waits: 500,
+        attempts: 0,
+        yields: 0,
         realtime: false,
     };
     let mut sleeper = ctl.register_thread(1, 0);
@@ -232,4 +234,87 @@ fn a_window_closes_on_a_cpu_slice_or_four_slices_of_wall_time_until_placed() {
     // A placed thread's windows are CPU slices only.
     assert!(!window_over(slice, slice - 1, 100 * slice, false));
     assert!(window_over(slice, slice, 0, false));
+}
+
+#[test]
+fn a_thread_that_yields_as_it_locks_stays_on_the_general_cores() {
+    use corral_policy::detect::gives_core_away;
+    use corral_policy::ssc::{MigState, SliceObs, SscController, SscParams, ThreadAction};
+    let ms = 1_000_000;
+    // sysbench threads --thread-locks=1: one yield per lock, inside it,
+    // and a wait share far over the bar.
+    let slice = |attempts, yields| SliceObs {
+        core: u32::MAX,
+        slice_len: ms,
+        wall_len: 2 * ms,
+        lock_wait: ms,
+        waits: 500,
+        attempts,
+        yields,
+        realtime: false,
+    };
+    let user = SscParams::user_space();
+    let ctl = SscController::new(user, vec![0, 1], 0);
+    let mut yielder = ctl.register_thread(1, 0);
+    ctl.begin_slice(&mut yielder, 0);
+    let out = ctl.on_slice_end(&mut yielder, slice(800, 800), ms);
+    assert_eq!(out.action, ThreadAction::YieldsCore);
+    assert_eq!(yielder.is_mig, MigState::General);
+    // A worker that yields once per batch of locks qualifies.
+    let mut worker = ctl.register_thread(2, 0);
+    ctl.begin_slice(&mut worker, 0);
+    let out = ctl.on_slice_end(&mut worker, slice(800, 10), ms);
+    assert_eq!(out.action, ThreadAction::Qualified);
+    // The bar: one yield for every two attempts; none without yields.
+    assert!(gives_core_away(&user.detect, 400, 800));
+    assert!(!gives_core_away(&user.detect, 399, 800));
+    assert!(!gives_core_away(&user.detect, 0, 0));
+    // Kernel locks (and paper 1) have no such test.
+    let kernel = SscParams::kernel();
+    assert_eq!(kernel.detect.yields_per_attempt, 0.0);
+    let ctl = SscController::new(kernel, vec![0, 1], 0);
+    let mut t = ctl.register_thread(3, 0);
+    ctl.begin_slice(&mut t, 0);
+    let obs = SliceObs {
+        wall_len: 0,
+        ..slice(800, 800)
+    };
+    assert_eq!(
+        ctl.on_slice_end(&mut t, obs, ms).action,
+        ThreadAction::Qualified
+    );
+}
+
+#[test]
+fn a_placed_thread_that_starts_yielding_goes_back() {
+    use corral_policy::ssc::{MigState, SliceObs, SscController, SscParams, ThreadAction};
+    let ms = 1_000_000;
+    let params = SscParams::user_space();
+    let ctl = SscController::new(params, vec![0, 1], 0);
+    let slice = |yields| SliceObs {
+        core: 0,
+        slice_len: ms,
+        wall_len: ms,
+        lock_wait: ms / 2,
+        waits: 500,
+        attempts: 800,
+        yields,
+        realtime: false,
+    };
+    let mut t = ctl.register_thread(1, 0);
+    ctl.begin_slice(&mut t, 0);
+    assert_eq!(
+        ctl.on_slice_end(&mut t, slice(0), ms).action,
+        ThreadAction::Qualified
+    );
+    // Its waits stay heavy; only its yields change.
+    let mut now = ms;
+    let mut back = false;
+    for _ in 0..params.detect.release_after_slices {
+        ctl.begin_slice(&mut t, now);
+        now += ms;
+        back |= ctl.on_slice_end(&mut t, slice(800), now).action == ThreadAction::MigrateBack;
+    }
+    assert!(back, "yielding slices count as quiet");
+    assert_eq!(t.is_mig, MigState::General);
 }

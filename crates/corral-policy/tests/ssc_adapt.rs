@@ -22,6 +22,8 @@ fn quiet_slices_until_release(driver: &mut Driver, limit: u32) -> Option<u32> {
                 slice_len: SLICE,
                 lock_wait: 0,
                 waits: 0,
+                attempts: 0,
+                yields: 0,
                 wall_len: 0,
                 realtime: false,
             };
@@ -228,6 +230,8 @@ fn contended_slice(driver: &mut Driver, i: usize, realtime: bool) -> ThreadActio
         slice_len: SLICE,
         lock_wait: SLICE,
         waits: HANDOFFS,
+        attempts: 0,
+        yields: 0,
         wall_len: 0,
         realtime,
     };
@@ -248,6 +252,8 @@ fn a_real_time_thread_is_never_placed_and_leaves_the_ssc_when_it_turns_real_time
             slice_len: SLICE,
             lock_wait: SLICE,
             waits: HANDOFFS,
+            attempts: 0,
+            yields: 0,
             wall_len: 0,
             realtime: true,
         };

@@ -135,6 +135,8 @@ fn votes_from_before_a_bound_change_are_dropped() {
         slice_len: SLICE,
         lock_wait: SLICE,
         waits: 0,
+        attempts: 0,
+        yields: 0,
         wall_len: 0,
         realtime: false,
     };
@@ -198,6 +200,8 @@ fn slice_with_arrival(ctl: &SscController, thread: &mut ThreadPolicyState, now: 
         slice_len: SLICE,
         lock_wait: SLICE / 2,
         waits: 0,
+        attempts: 0,
+        yields: 0,
         wall_len: 0,
         realtime: false,
     };
@@ -220,6 +224,8 @@ fn a_thread_votes_only_after_a_full_slice_on_the_ssc() {
         slice_len: SLICE,
         lock_wait: SLICE / 2,
         waits: 0,
+        attempts: 0,
+        yields: 0,
         wall_len: 0,
         realtime: false,
     };

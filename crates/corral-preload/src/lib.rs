@@ -1,6 +1,7 @@
 //! `libcorral_preload.so`: replaces an unmodified program's pthread mutexes,
 //! reader-writer locks, spin locks and condition variables with corral's
-//! instrumented locks (LD_PRELOAD), and starts the runtime's monitor that
+//! instrumented locks (LD_PRELOAD), counts `sched_yield` and `pthread_yield` calls for the
+//! policy, and starts the runtime's monitor that
 //! applies the SSC policy (paper 1, Sec. 3) to the program's threads when
 //! the process makes its second thread (`pthread_create` is interposed for
 //! that alone).
@@ -20,6 +21,7 @@ mod mutex_core;
 mod profiled;
 mod rwlock;
 mod spin;
+mod yield_;
 
 pub use corral_runtime::abi;
 
@@ -45,3 +47,4 @@ pub use spin::{
     pthread_spin_destroy, pthread_spin_init, pthread_spin_lock, pthread_spin_trylock,
     pthread_spin_unlock,
 };
+pub use yield_::{pthread_yield, sched_yield};

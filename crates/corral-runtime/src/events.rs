@@ -65,6 +65,19 @@ pub enum Event {
         /// Its lock-wait share in the last slice.
         share: f64,
     },
+    /// A thread's slice would have qualified, but it yields about as often
+    /// as it locks (`corral_policy::detect::gives_core_away`): it stays on
+    /// the general cores. Said once per thread.
+    YieldsCore {
+        /// Milliseconds since the monitor started.
+        t_ms: f64,
+        /// The thread.
+        tid: i32,
+        /// Its lock-wait share in that slice.
+        share: f64,
+        /// Its calls to `sched_yield` per lock attempt in that slice.
+        yields_per_attempt: f64,
+    },
     /// The whole program's progress over the last window (about
     /// [`PROGRESS_EVERY_NS`]): the time series a settling curve is read from.
     Progress {

@@ -40,6 +40,8 @@ pub struct ThreadSample {
     pub waits: u64,
     /// Lock attempts of the thread so far (a running count).
     pub attempts: u64,
+    /// Its calls to `sched_yield` so far (a running count).
+    pub yields: u64,
     /// The placement the thread last applied to itself.
     pub applied: Placement,
 }
@@ -73,6 +75,13 @@ struct Track {
     last_share_ppm: u32,
     /// The slot's `attempts` when last read.
     attempts_seen: u64,
+    /// The slot's `yields` when last read.
+    yields_seen: u64,
+    /// Lock attempts and yields in the open window.
+    window_attempts: u64,
+    window_yields: u64,
+    /// Said once: its slices would qualify, but it yields as it locks.
+    said_yields: bool,
     gone: bool,
 }
 
@@ -81,7 +90,7 @@ impl Track {
         tid: i32,
         policy: ThreadPolicyState,
         (cpu_start, wall_start): (u64, u64),
-        attempts: u64,
+        (attempts, yields): (u64, u64),
         gone: bool,
     ) -> Self {
         Track {
@@ -97,6 +106,10 @@ impl Track {
             slices: 0,
             last_share_ppm: 0,
             attempts_seen: attempts,
+            yields_seen: yields,
+            window_attempts: 0,
+            window_yields: 0,
+            said_yields: false,
             gone,
         }
     }
@@ -282,6 +295,8 @@ impl Monitor {
             waits,
             // Relaxed: a count the thread alone writes.
             attempts: slot.watch.attempts.load(Ordering::Relaxed),
+            // Relaxed: as `attempts`.
+            yields: slot.watch.yields.load(Ordering::Relaxed),
             // Relaxed: a hint of where the thread runs.
             applied: slot.applied.load(Ordering::Relaxed),
         };
@@ -312,7 +327,7 @@ impl Monitor {
                 0,
                 ThreadPolicyState::unregistered(),
                 (0, 0),
-                0,
+                (0, 0),
                 true,
             ));
         }
@@ -326,7 +341,8 @@ impl Monitor {
                 .map_or(old_policy, |c| c.register_thread(key, now));
             // A reused slot's attempt count starts from its old value.
             let cpu_start = sample.cpu_ns.unwrap_or(0);
-            self.tracks[i] = Track::new(tid, policy, (cpu_start, now), sample.attempts, false);
+            let counts = (sample.attempts, sample.yields);
+            self.tracks[i] = Track::new(tid, policy, (cpu_start, now), counts, false);
         }
         let track = &mut self.tracks[i];
         if track.gone {
@@ -338,6 +354,9 @@ impl Monitor {
         self.series.0 += attempts;
         self.series.1 += sample.waits;
         track.attempts_seen = sample.attempts;
+        track.window_attempts += attempts;
+        track.window_yields += sample.yields.wrapping_sub(track.yields_seen);
+        track.yields_seen = sample.yields;
         track.window_wait_ticks += sample.wait_ticks;
         track.window_waits += sample.waits;
         track.wait_ticks += sample.wait_ticks;
@@ -390,6 +409,8 @@ impl Monitor {
         let track = &mut self.tracks[i];
         let lock_wait = ticks_to_ns(track.window_wait_ticks);
         let waits = core::mem::take(&mut track.window_waits);
+        let attempts = core::mem::take(&mut track.window_attempts);
+        let yields = core::mem::take(&mut track.window_yields);
         let realtime = self.ctrl.is_some() && corral_locks::sys::sched::is_realtime(track.tid);
         let wall_len = now.saturating_sub(track.window_wall_start);
         // The share the policy qualifies on: over the window's wall span.
@@ -412,6 +433,8 @@ impl Monitor {
             wall_len,
             lock_wait,
             waits,
+            attempts,
+            yields,
             realtime,
         };
         let out = ctrl.on_slice_end(&mut track.policy, obs, now);
@@ -419,7 +442,17 @@ impl Monitor {
         match out.action {
             ThreadAction::Qualified => self.log(Event::Qualified { t_ms, tid, share }),
             ThreadAction::MigrateBack => self.log(Event::MigrateBack { t_ms, tid, share }),
-            ThreadAction::Stay => {}
+            ThreadAction::YieldsCore if !track.said_yields => {
+                track.said_yields = true;
+                let per_attempt = yields as f64 / attempts.max(1) as f64;
+                self.log(Event::YieldsCore {
+                    t_ms,
+                    tid,
+                    share,
+                    yields_per_attempt: per_attempt,
+                });
+            }
+            ThreadAction::YieldsCore | ThreadAction::Stay => {}
         }
         if let Some(d) = out.decision {
             self.log(Event::from_decision(t_ms, &d));

@@ -136,6 +136,7 @@ fn one_slice(
         wait_ticks,
         waits,
         attempts: 0,
+        yields: 0,
         applied: Placement::Unconfined,
     };
     m.observe(slot, sample(0, 0, 0), 0, 0.0);
@@ -188,4 +189,70 @@ fn a_waiter_asleep_on_a_lock_qualifies_after_a_wall_window_with_little_cpu() {
     let mut m = lca_monitor(ms);
     let parked = one_slice(&mut m, 0, 1_000_004, ms / 10, 4 * ms, ms * 35 / 10);
     assert_eq!(parked, Observed::Placed(Placement::Ssc));
+}
+
+#[test]
+fn a_thread_that_yields_as_it_locks_is_said_once_and_not_placed() {
+    let ms = 1_000_000;
+    let path = std::env::temp_dir().join(format!("corral-yield-test.{}.jsonl", std::process::id()));
+    let cfg = RuntimeConfig {
+        policy: Policy::Lca,
+        slice_ns: ms,
+        ..RuntimeConfig::default()
+    };
+    let mut m = Monitor::new(
+        cfg,
+        vec![0, 1],
+        None,
+        Some(EventLog::create(&path).unwrap()),
+    );
+    let tid = 1_000_003;
+    // Each ms: 1 ms of CPU, 0.9 ms of it waiting in 500 waits (that alone
+    // qualifies), 800 lock attempts and 800 yields.
+    let sample = |n: u64| ThreadSample {
+        tid,
+        cpu_ns: Some(n * ms),
+        wait_ticks: if n == 0 {
+            0
+        } else {
+            corral_locks::wait::ns_to_ticks(ms * 9 / 10)
+        },
+        waits: if n == 0 { 0 } else { 500 },
+        attempts: 800 * n,
+        yields: 800 * n,
+        applied: Placement::Unconfined,
+    };
+    for n in 0..4 {
+        let got = m.observe(0, sample(n), n * ms, n as f64);
+        assert_eq!(got, Observed::Placed(Placement::Unconfined), "slice {n}");
+    }
+    assert_eq!(m.ctrl.as_ref().unwrap().lock_intensive(), 0);
+    drop(m);
+    let events = read_log(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let said: Vec<_> = events
+        .iter()
+        .filter(|e| matches!(e, Event::YieldsCore { tid: t, yields_per_attempt, .. } if *t == tid && *yields_per_attempt == 1.0))
+        .collect();
+    assert_eq!(said.len(), 1, "{events:?}");
+}
+
+#[test]
+fn a_registered_thread_counts_its_yields() {
+    let counted = std::thread::spawn(|| {
+        registry::on_yield(); // not registered yet: nowhere to count
+        registry::on_lock_attempt();
+        let tid = registry::current_tid();
+        for _ in 0..3 {
+            registry::on_yield();
+        }
+        let slot = (0..registry::slots_in_use())
+            .map(registry::slot)
+            .find(|s| s.tid.load(Ordering::Acquire) == tid)
+            .unwrap();
+        slot.watch.yields.load(Ordering::Relaxed)
+    })
+    .join()
+    .unwrap();
+    assert_eq!(counted, 3);
 }

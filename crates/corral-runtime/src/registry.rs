@@ -139,6 +139,8 @@ pub struct Watch {
     /// including "no confinement" (K(n), paper 1 footnote 1). Written by the
     /// thread alone, read by the monitor.
     pub attempts: AtomicU64,
+    /// Calls to `sched_yield` ([`on_yield`]); written and read as `attempts`.
+    pub yields: AtomicU64,
 }
 
 impl Watch {
@@ -146,6 +148,7 @@ impl Watch {
         Watch {
             placement_seq: AtomicU32::new(0),
             attempts: AtomicU64::new(0),
+            yields: AtomicU64::new(0),
         }
     }
 }
@@ -355,6 +358,25 @@ fn lock_attempt_slow(count: bool) {
         }
         hot::with(|h| h.quiet.set(u64::from(l.applied_seq.get())));
     })
+}
+
+/// Counts a `sched_yield` of the calling thread, once it is registered:
+/// the policy keeps a thread that yields about as often as it locks off
+/// the SSC (`corral_policy::detect::gives_core_away`).
+#[inline]
+pub fn on_yield() {
+    hot::with(|h| {
+        let watch = h.watch.get();
+        if watch.is_null() {
+            return;
+        }
+        // SAFETY: as in `attempt`: a non-null `watch` points to a static
+        // slot's `Watch` or to this thread's own, live while it runs.
+        let watch = unsafe { &*watch };
+        // Relaxed load + store: this thread is the only writer (as `attempts`).
+        let n = watch.yields.load(Ordering::Relaxed);
+        watch.yields.store(n.wrapping_add(1), Ordering::Relaxed);
+    });
 }
 
 /// Appends `addr` to the calling thread's trail, if it owns a slot.

@@ -94,6 +94,7 @@ fn user_space_kernel_and_simulator_drivers_place_threads_alike() {
             wait_ticks: 0,
             waits: 0,
             attempts: 0,
+            yields: 0,
             applied: p,
         };
         user.observe(t, first, 0, 0.0);
@@ -131,6 +132,7 @@ fn user_space_kernel_and_simulator_drivers_place_threads_alike() {
                 wait_ticks: ns_to_ticks(wait),
                 waits: u64::from(wait > 0),
                 attempts: 0,
+                yields: 0,
                 applied: placed[t],
             };
             // Placed after the window closes; compared after the tick below.
@@ -177,6 +179,7 @@ fn user_space_kernel_and_simulator_drivers_place_threads_alike() {
                 wait_ticks: 0,
                 waits: 0,
                 attempts: 0,
+                yields: 0,
                 applied: placed[t],
             };
             // A sample with no new CPU time closes no window: it only places.

@@ -1,4 +1,4 @@
-//! The exported pthread entry points: each jumps through its slot, which
+//! The exported pthread entry points (and `sched_yield`): each jumps through its slot, which
 //! leads first to its stub (load, then jump on) and, once the full library
 //! is loaded, straight to the full library's function (for the mutex's
 //! lock, trylock and unlock: its algorithm's code, no dispatch between).
@@ -88,7 +88,7 @@ macro_rules! entries {
 }
 
 /// How many entry points.
-pub(crate) const N: usize = 31;
+pub(crate) const N: usize = 33;
 /// The indexes of `pthread_mutex_lock`, `_trylock` and `_unlock`, which
 /// take the full library's per-algorithm functions.
 pub(crate) const MUTEX_OPS: [usize; 3] = [0, 1, 2];
@@ -223,4 +223,6 @@ entries! {
     28 pthread_spin_lock stub_28;
     29 pthread_spin_trylock stub_29;
     30 pthread_spin_unlock stub_30;
+    31 sched_yield stub_31;
+    32 pthread_yield stub_32;
 }

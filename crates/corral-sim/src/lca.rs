@@ -276,6 +276,8 @@ impl SimPolicy for Lca {
             slice_len: run_ns,
             lock_wait: wait_ns,
             waits: 0,
+            attempts: 0,
+            yields: 0,
             wall_len: 0,
             realtime: false,
         };

@@ -46,6 +46,13 @@ fn errno() -> Errno {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
 
+/// `sched_yield(2)`: the syscall itself, not glibc's symbol, which
+/// corral's preload interposes. It cannot fail on Linux; returns 0.
+pub fn yield_cpu() -> i32 {
+    // SAFETY: sched_yield takes no arguments and touches no memory.
+    unsafe { libc::syscall(libc::SYS_sched_yield) as i32 }
+}
+
 /// Does thread `tid` run in a real-time class (SCHED_FIFO, SCHED_RR,
 /// SCHED_DEADLINE)? False for a thread that is gone.
 pub fn is_realtime(tid: i32) -> bool {

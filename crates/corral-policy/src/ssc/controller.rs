@@ -205,15 +205,18 @@ impl SscController {
         thread.realtime = obs.realtime;
         match thread.is_mig {
             MigState::General => {
-                if obs.realtime
-                    || !qualifies(
+                let qualified = !obs.realtime
+                    && qualifies(
                         &self.params.detect,
                         obs.lock_wait,
                         obs.waits,
                         obs.slice_len,
                         obs.wall_len,
-                    )
-                {
+                    );
+                if qualified && gives_core_away(&self.params.detect, obs.yields, obs.attempts) {
+                    thread.quiet.observe_general(&self.params.detect);
+                    out.action = ThreadAction::YieldsCore;
+                } else if !qualified {
                     thread.quiet.observe_general(&self.params.detect);
                 } else {
                     thread.is_mig = MigState::QualifyToMigrate;
@@ -404,9 +407,11 @@ impl SscController {
     #[inline]
     fn is_quiet(&self, obs: SliceObs) -> bool {
         let ssc_p = f64::from_bits(self.last_p.load(HINT));
-        is_quiet(&self.params.detect, obs.lock_wait, obs.slice_len)
+        let quiet = is_quiet(&self.params.detect, obs.lock_wait, obs.slice_len)
             && (obs.lock_wait as f64)
-                < self.params.release_peer_fraction * ssc_p * obs.slice_len as f64
+                < self.params.release_peer_fraction * ssc_p * obs.slice_len as f64;
+        // A thread that began yielding on the SSC gives the core away there.
+        quiet || gives_core_away(&self.params.detect, obs.yields, obs.attempts)
     }
 
     /// One lock-intensive thread fewer; saturating, so a driver that

@@ -41,7 +41,7 @@ pub use params::{
 };
 pub use search::{Phase, Refine, SearchState, UnconfinedProbe};
 
-use crate::detect::{is_quiet, qualifies, QuietStreak};
+use crate::detect::{gives_core_away, is_quiet, qualifies, QuietStreak};
 use crate::placement::Placement;
 use crate::{CoreId, Nanos};
 use search::{BoundMove, Round};
@@ -128,6 +128,11 @@ pub struct SliceObs {
     /// Acquisitions that had to wait during it (read only where
     /// [`crate::detect::DetectParams::handoff_ns`] is set).
     pub waits: u64,
+    /// Lock attempts during it, contended or not (read only where
+    /// [`crate::detect::DetectParams::yields_per_attempt`] is set).
+    pub attempts: u64,
+    /// Calls to `sched_yield` during it (as `attempts`).
+    pub yields: u64,
     /// The thread runs in a real-time class: its scheduling is the
     /// program's own choice (as its affinity is), so it is never placed.
     pub realtime: bool,
@@ -143,6 +148,9 @@ pub enum ThreadAction {
     Qualified,
     /// It cooled down: the driver moves it back to the general cores.
     MigrateBack,
+    /// Its slice would qualify, but it yields about as often as it locks
+    /// ([`crate::detect::gives_core_away`]): it stays on the general cores.
+    YieldsCore,
 }
 
 /// The outcome of [`SscController::on_slice_end`].
@@ -427,6 +435,8 @@ mod tests {
                             slice_len: 1_000_000,
                             lock_wait: 300_000,
                             waits: 0,
+                            attempts: 0,
+                            yields: 0,
                             wall_len: 0,
                             realtime: false,
                         };

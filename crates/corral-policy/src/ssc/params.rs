@@ -209,6 +209,10 @@ impl SscParams {
         SscParams {
             detect: DetectParams {
                 handoff_ns: USER_HANDOFF_NS,
+                // One yield for every two lock attempts: sysbench threads
+                // yields once per lock; a worker that yields between
+                // batches of locks stays far below.
+                yields_per_attempt: 0.5,
                 ..DetectParams::default()
             },
             probe_unconfined: true,

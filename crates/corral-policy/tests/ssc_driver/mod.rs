@@ -76,6 +76,8 @@ impl Driver {
                     slice_len: SLICE,
                     lock_wait: SLICE,
                     waits: HANDOFFS,
+                    attempts: 0,
+                    yields: 0,
                     wall_len: 0,
                     realtime: false,
                 },
@@ -115,6 +117,8 @@ impl Driver {
             slice_len: SLICE,
             lock_wait: wait(thread.record_bound),
             waits: HANDOFFS,
+            attempts: 0,
+            yields: 0,
             wall_len: 0,
             realtime: false,
         };

@@ -230,6 +230,8 @@ impl KernelMonitor {
             slice_len: rec.len_ns,
             lock_wait: rec.wait_ns,
             waits: u64::from(rec.nr_waits),
+            attempts: 0,
+            yields: 0,
             wall_len: 0,
             realtime: false,
         };

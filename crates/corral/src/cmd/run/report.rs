@@ -21,6 +21,9 @@ pub(crate) struct ThreadReport {
     pub(crate) wait_share: f64,
     /// Classified lock intensive at the end, or at any time by the log.
     pub(crate) lock_intensive: bool,
+    /// Its slices would have qualified, but it yields about as often as it
+    /// locks, so it was kept on the general cores (the log's `yields_core`).
+    pub(crate) kept_for_yielding: bool,
     /// Lock waiting over the thread's life, ns.
     pub(crate) wait_ns: u64,
     /// Thread CPU time the monitor saw, ns.
@@ -129,6 +132,7 @@ pub(crate) struct RunReport {
 #[derive(Default)]
 pub(crate) struct LogSummary {
     qualified: std::collections::HashSet<i32>,
+    kept_for_yielding: std::collections::HashSet<i32>,
     ssc: Vec<SscPoint>,
     decision_count: u64,
     exit_count: u64,
@@ -166,6 +170,9 @@ impl LogSummary {
             }
             Event::Qualified { tid, .. } => {
                 self.qualified.insert(*tid);
+            }
+            Event::YieldsCore { tid, .. } => {
+                self.kept_for_yielding.insert(*tid);
             }
             Event::Exited { .. } => self.exit_count += 1,
             Event::Clustered { applied, .. } => {
@@ -214,6 +221,7 @@ pub(crate) fn build_report(
                     tid: t.tid,
                     wait_share: t.wait_share,
                     lock_intensive: t.lock_intensive || log.qualified.contains(&t.tid),
+                    kept_for_yielding: log.kept_for_yielding.contains(&t.tid),
                     wait_ns: t.wait_ns,
                     cpu_ns: t.cpu_ns,
                     contended: t.contended,
@@ -303,6 +311,12 @@ pub(crate) fn summary(r: &RunReport, stats: Option<&StatsSnapshot>) -> String {
         );
     }
     let intensive = r.threads.iter().filter(|t| t.lock_intensive).count();
+    let yielding = r.threads.iter().filter(|t| t.kept_for_yielding).count();
+    let yielding = if yielding == 0 {
+        String::new()
+    } else {
+        format!(" ({yielding} more kept off the SSC: they yield as often as they lock)")
+    };
     let mut top: Vec<&ThreadReport> = r.threads.iter().collect();
     top.sort_by(|a, b| b.wait_share.total_cmp(&a.wait_share));
     let shares: Vec<String> = top
@@ -320,7 +334,7 @@ pub(crate) fn summary(r: &RunReport, stats: Option<&StatsSnapshot>) -> String {
     });
     let policy = r.policies.clone().unwrap_or_else(|| r.policy.name().into());
     format!(
-        "corral: policy {}, lock {}: {} threads locked, {} lock-intensive; SSC size {}; {} decisions; \
+        "corral: policy {}, lock {}: {} threads locked, {} lock-intensive{yielding}; SSC size {}; {} decisions; \
          highest wait shares {}{settle}",
         policy,
         r.lock,
