@@ -93,6 +93,10 @@ pub(crate) const N: usize = 33;
 /// take the full library's per-algorithm functions.
 pub(crate) const MUTEX_OPS: [usize; 3] = [0, 1, 2];
 
+/// The indexes of `sched_yield` and `pthread_yield`.
+const SCHED_YIELD: usize = 31;
+const PTHREAD_YIELD: usize = 32;
+
 /// [`LOADER`] before anyone loads.
 const IDLE: u64 = 0;
 /// [`LOADER`] once the slots are filled (no pid is `u32::MAX`).
@@ -155,6 +159,11 @@ fn next(i: usize) -> *const () {
     }
     let name = *at(&NAMES, i);
     let p = sys::next_symbol(name);
+    if p.is_null() && i == PTHREAD_YIELD {
+        // glibc 2.34+ keeps pthread_yield only as a compat symbol, which
+        // dlsym does not find; it was always sched_yield.
+        return next(SCHED_YIELD);
+    }
     if p.is_null() {
         sys::say(&[b"corral: no ", name.to_bytes(), b" past corral's shim\n"]);
         sys::abort();
