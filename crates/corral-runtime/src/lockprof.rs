@@ -47,17 +47,17 @@ std::thread_local! {
     static COUNTDOWN: Cell<u32> = const { Cell::new(0) };
 }
 
-/// Keeps the profile in `map`'s lock table from now on, unless
+/// Keeps the profile in `map`'s lock table (a map fresh from
+/// [`crate::stats::StatsMap::create`]: every slot free) from now on, unless
 /// [`ENV_LOCK_PROFILE`] is `0`. The mapping is then never unmapped.
 pub fn attach(map: &mut crate::stats::StatsMap) {
     if std::env::var_os(ENV_LOCK_PROFILE).is_some_and(|v| v == "0") {
         return;
     }
     let table = map.keep_locks_mapped();
-    for r in table {
-        // Relaxed: a fresh file; the Release below publishes.
-        r.addr.store(0, Ordering::Relaxed);
-    }
+    // The file is new (`StatsMap::create`), so every slot is already free:
+    // storing zeros would only fault in its 32 pages, at every exec.
+    // Relaxed: the Release below publishes.
     table[LOCK_SLOTS - 1]
         .addr
         .store(LOCK_OVERFLOW, Ordering::Relaxed);
