@@ -126,6 +126,26 @@ pub fn qualifies(
     slice_len > 0 && lock_wait as f64 > params.qualify_share * span as f64 && handoffs_cost
 }
 
+/// Could waits like these qualify a thread? `waits` contended
+/// acquisitions seen over `wall_len` on `cpus` CPUs cost hand-offs
+/// ([`DetectParams::handoff_ns`]) over [`DetectParams::qualify_share`] of
+/// the CPU time there was: the whole-program form of [`qualifies`]'s
+/// hand-off test, for a driver to tell contention that may need it soon
+/// (sysbench mutex: thousands of waits a millisecond) from waits that
+/// never will (git grep: tens). Without a hand-off cost any wait counts.
+#[inline]
+pub fn handoffs_could_qualify(
+    params: &DetectParams,
+    waits: u64,
+    wall_len: Nanos,
+    cpus: u32,
+) -> bool {
+    waits > 0
+        && (params.handoff_ns == 0
+            || waits as f64 * params.handoff_ns as f64
+                > params.qualify_share * wall_len as f64 * f64::from(cpus))
+}
+
 /// Does a slice with `attempts` lock attempts and `yields` calls to
 /// `sched_yield` give its core away ([`DetectParams::yields_per_attempt`])?
 #[inline]

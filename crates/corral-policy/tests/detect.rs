@@ -318,3 +318,22 @@ fn a_placed_thread_that_starts_yielding_goes_back() {
     assert!(back, "yielding slices count as quiet");
     assert_eq!(t.is_mig, MigState::General);
 }
+
+#[test]
+fn waits_that_could_qualify_are_told_from_waits_that_never_will() {
+    use corral_policy::detect::handoffs_could_qualify;
+    let user = corral_policy::ssc::SscParams::user_space().detect;
+    let ms = 1_000_000;
+    // 2 CPUs, 1 ms: hand-offs of 2 us must cost over 10% of 2 ms.
+    assert!(!handoffs_could_qualify(&user, 40, ms, 2), "git grep: tens");
+    assert!(!handoffs_could_qualify(&user, 100, ms, 2));
+    assert!(handoffs_could_qualify(&user, 101, ms, 2));
+    assert!(
+        handoffs_could_qualify(&user, 3_000, ms, 2),
+        "sysbench mutex"
+    );
+    assert!(!handoffs_could_qualify(&user, 0, ms, 2));
+    // Without a hand-off cost (kernel spin locks) any wait counts.
+    let kernel = corral_policy::ssc::SscParams::kernel().detect;
+    assert!(handoffs_could_qualify(&kernel, 1, ms, 2));
+}

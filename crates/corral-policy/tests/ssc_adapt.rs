@@ -94,6 +94,50 @@ fn no_one_migrates_back_when_the_whole_ssc_is_quiet() {
 }
 
 #[test]
+fn a_key_given_at_qualification_is_remembered_as_one_given_at_registration() {
+    use corral_policy::ssc::{SscController, UNKNOWN_KEY};
+    let ctl = SscController::new(improved(), (0..8).collect(), 0);
+    // Nothing remembered yet: a driver may leave keys unread.
+    assert!(!ctl.keys_matter());
+    let mut t = ctl.register_thread(UNKNOWN_KEY, 0);
+    ctl.begin_slice(&mut t, 0);
+    let busy = SliceObs {
+        core: 0,
+        slice_len: SLICE,
+        lock_wait: SLICE / 2,
+        waits: 0,
+        attempts: 0,
+        yields: 0,
+        wall_len: 0,
+        realtime: false,
+    };
+    assert_eq!(
+        ctl.on_slice_end(&mut t, busy, STEP).action,
+        ThreadAction::Qualified
+    );
+    // An unknown key is not remembered: nothing matches yet.
+    assert!(!ctl.keys_matter());
+    ctl.learn_key(&mut t, PROGRAM);
+    assert!(ctl.keys_matter());
+    assert_eq!(t.program_key, PROGRAM);
+    assert_eq!(
+        ctl.register_thread(PROGRAM, STEP).is_mig,
+        MigState::QualifyToMigrate
+    );
+    assert_eq!(
+        ctl.register_thread(PROGRAM + 1, STEP).is_mig,
+        MigState::General
+    );
+    // A thread that never qualified is not remembered by its key.
+    let mut cool = ctl.register_thread(UNKNOWN_KEY, STEP);
+    ctl.learn_key(&mut cool, PROGRAM + 2);
+    assert_eq!(
+        ctl.register_thread(PROGRAM + 2, STEP).is_mig,
+        MigState::General
+    );
+}
+
+#[test]
 fn classification_memory_starts_new_threads_classified() {
     let driver = Driver::new(improved(), 8, 2);
     let sibling = driver.ctl.register_thread(PROGRAM, driver.now);

@@ -127,12 +127,16 @@ pub struct Monitor {
     stats: Option<StatsMap>,
     events: Option<EventLog>,
     /// The executable's path: the program half of every thread's
-    /// classification-memory key.
-    program: Vec<u8>,
+    /// classification-memory key. Read at the first key needed.
+    program: std::cell::OnceCell<Vec<u8>>,
     /// Lock attempts of every thread seen this tick: the whole program's progress.
     progress: u64,
     /// Lock waits seen this tick (any thread).
     waits_this_tick: u64,
+    /// When the last round ran, and whether its waits could qualify a
+    /// thread ([`corral_policy::detect::handoffs_could_qualify`]).
+    last_tick_ns: u64,
+    heavy_waits: bool,
     /// The progress series: attempts and waits since `series_since`.
     series: (u64, u64),
     series_since: u64,
@@ -152,9 +156,6 @@ impl Monitor {
         let start_ns = monotonic_ns();
         let ctrl =
             (cfg.policy == Policy::Lca).then(|| SscController::new(cfg.ssc, cpus.clone(), 0));
-        let program = std::fs::read_link("/proc/self/exe")
-            .map(|p| p.into_os_string().into_encoded_bytes())
-            .unwrap_or_default();
         let mut m = Monitor {
             cfg,
             ctrl,
@@ -164,9 +165,11 @@ impl Monitor {
             published_bound: 0,
             stats,
             events,
-            program,
+            program: std::cell::OnceCell::new(),
             progress: 0,
             waits_this_tick: 0,
+            last_tick_ns: 0,
+            heavy_waits: false,
             series: (0, 0),
             series_since: 0,
             ca: None,
@@ -249,6 +252,12 @@ impl Monitor {
         }
         let placed = self.ctrl.as_ref().is_some_and(|c| c.lock_intensive() > 0);
         let contended = self.waits_this_tick > 0 || placed;
+        self.heavy_waits = corral_policy::detect::handoffs_could_qualify(
+            &self.cfg.ssc.detect,
+            self.waits_this_tick,
+            now.saturating_sub(std::mem::replace(&mut self.last_tick_ns, now)),
+            self.cpus.len() as u32,
+        );
         // Nothing to search without lock-intensive threads; a thread that
         // just qualified still has to move.
         let searching = self.ctrl.as_ref().is_some_and(|c| {
@@ -332,8 +341,14 @@ impl Monitor {
             ));
         }
         if self.tracks[i].tid != tid {
-            // Only a new thread needs its key: it costs a /proc read.
-            let key = self.thread_key(tid);
+            // Only a new thread needs its key, and only once the memory
+            // holds one: it costs a /proc read (about 15 us), and a short
+            // program's first round reads every thread's. Otherwise it is
+            // read if the thread qualifies (`close_window`).
+            let key = match &self.ctrl {
+                Some(c) if c.keys_matter() => Self::thread_key(&self.program, tid),
+                _ => corral_policy::ssc::UNKNOWN_KEY,
+            };
             let old_policy = self.tracks[i].policy;
             let policy = self
                 .ctrl
@@ -400,9 +415,14 @@ impl Monitor {
     }
 
     /// The classification-memory key of a thread: its program and its name.
-    fn thread_key(&self, tid: i32) -> u64 {
+    fn thread_key(program: &std::cell::OnceCell<Vec<u8>>, tid: i32) -> u64 {
+        let program = program.get_or_init(|| {
+            std::fs::read_link("/proc/self/exe")
+                .map(|p| p.into_os_string().into_encoded_bytes())
+                .unwrap_or_default()
+        });
         let comm = std::fs::read(format!("/proc/self/task/{tid}/comm")).unwrap_or_default();
-        program_key(&self.program, comm.trim_ascii_end())
+        program_key(program, comm.trim_ascii_end())
     }
 
     fn close_window(&mut self, i: usize, slice_len: u64, applied: Placement, now: u64, t_ms: f64) {
@@ -439,6 +459,11 @@ impl Monitor {
         };
         let out = ctrl.on_slice_end(&mut track.policy, obs, now);
         let tid = track.tid;
+        if out.action == ThreadAction::Qualified
+            && track.policy.program_key == corral_policy::ssc::UNKNOWN_KEY
+        {
+            ctrl.learn_key(&mut track.policy, Self::thread_key(&self.program, tid));
+        }
         match out.action {
             ThreadAction::Qualified => self.log(Event::Qualified { t_ms, tid, share }),
             ThreadAction::MigrateBack => self.log(Event::MigrateBack { t_ms, tid, share }),
@@ -513,11 +538,62 @@ impl Monitor {
     }
 }
 
-/// Nice value the monitor thread asks for: a program that oversubscribes
-/// the CPUs with spinning threads would otherwise delay its ticks by tens of
-/// milliseconds, and classification with them. Needs CAP_SYS_NICE; without
-/// it the monitor keeps the default priority.
+/// Nice value the monitor thread asks for while it searches or places: a
+/// program that oversubscribes the CPUs with spinning threads would
+/// otherwise delay its ticks by tens of milliseconds, and the search with
+/// them. Needs CAP_SYS_NICE; without it the monitor keeps the default
+/// priority.
 pub const MONITOR_NICE: i32 = -10;
+
+/// The monitor thread's nice value: [`MONITOR_NICE`] while it searches or
+/// has placed threads, or sees waits that could qualify a thread soon
+/// (sysbench mutex at 64 threads settled 50% later without it); the one it
+/// was born with otherwise. At -10 all the time, its rounds preempted a
+/// short program's threads at once: git grep --threads=4 (20 ms, a few
+/// waits per ms) took 1.6 ms longer per run, 0.6 ms at its default nice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MonitorPriority {
+    /// The nice value it was born with (`None`: unreadable, never changed).
+    born: Option<i32>,
+    /// The nice value it has now.
+    now: Option<i32>,
+    /// Raising it was refused: not asked again.
+    refused: bool,
+}
+
+impl MonitorPriority {
+    /// A monitor thread born with nice `born`.
+    pub fn new(born: Option<i32>) -> Self {
+        MonitorPriority {
+            born,
+            now: born,
+            refused: false,
+        }
+    }
+
+    /// The nice value to set after a round of `pace` whose waits were
+    /// `heavy` or not, if it changes.
+    pub fn after(&mut self, pace: Pace, heavy: bool) -> Option<i32> {
+        let born = self.born?;
+        let busy = heavy || pace != Pace::Idle;
+        // Never lower than the program asked for itself.
+        let want = if busy && !self.refused {
+            born.min(MONITOR_NICE)
+        } else {
+            born
+        };
+        (self.now != Some(want)).then(|| {
+            self.now = Some(want);
+            want
+        })
+    }
+
+    /// The last change asked was refused (raising needs CAP_SYS_NICE).
+    pub fn refused(&mut self) {
+        self.refused = true;
+        self.now = self.born;
+    }
+}
 
 /// The longest pause between rounds while no thread is placed: contention
 /// that starts is seen within it, and from then on every tick.
@@ -624,24 +700,24 @@ pub fn start(
         .name("corral-monitor".into())
         .spawn(move || {
             registry::exclude_current_thread();
-            // SAFETY: setpriority on this thread's own tid; failure (no
-            // CAP_SYS_NICE) leaves the default priority, which only delays ticks.
-            unsafe {
-                libc::setpriority(
-                    libc::PRIO_PROCESS,
-                    registry::current_tid() as libc::id_t,
-                    MONITOR_NICE,
-                )
-            };
+            let tid = registry::current_tid();
+            let mut priority = MonitorPriority::new(corral_locks::sys::sched::nice_of(tid).ok());
             // Calibrate the TSC here, not inside some thread's first wait.
             let _ = ticks_to_ns(1);
             let mut sleep = tick;
             loop {
                 std::thread::sleep(sleep);
-                let pace = match lock_monitor().as_mut() {
-                    Some(m) => m.tick(),
+                let (pace, heavy) = match lock_monitor().as_mut() {
+                    Some(m) => (m.tick(), m.heavy_waits),
                     None => return,
                 };
+                if let Some(nice) = priority.after(pace, heavy) {
+                    // Refused without CAP_SYS_NICE: the default priority
+                    // only delays ticks. Not asked again.
+                    if corral_locks::sys::sched::set_nice(tid, nice).is_err() {
+                        priority.refused();
+                    }
+                }
                 // An uncontended program costs a round every IDLE_TICK_MAX,
                 // not every tick: each round reads every thread's CPU clock.
                 sleep = match pace {

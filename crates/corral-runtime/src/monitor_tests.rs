@@ -88,6 +88,9 @@ fn a_waiting_thread_qualifies_and_is_placed_on_the_ssc_and_others_on_the_rest() 
         Placement::General
     );
     assert_eq!(m.ctrl.as_ref().unwrap().lock_intensive(), 1);
+    // Its key was read when it qualified (not when it came: nothing was
+    // remembered then) and remembered.
+    assert!(m.ctrl.as_ref().unwrap().keys_matter());
     assert_eq!(registry::SSC_MASK.cpus(), vec![0]);
     assert_eq!(registry::GENERAL_MASK.cpus(), vec![1]);
     hot_go.send(()).unwrap();
@@ -255,4 +258,35 @@ fn a_registered_thread_counts_its_yields() {
     .join()
     .unwrap();
     assert_eq!(counted, 3);
+}
+
+#[test]
+fn the_monitor_takes_priority_only_while_it_searches_or_places() {
+    let mut p = MonitorPriority::new(Some(0));
+    assert_eq!(p.after(Pace::Idle, false), None, "born idle");
+    assert_eq!(p.after(Pace::Searching, false), Some(MONITOR_NICE));
+    assert_eq!(p.after(Pace::Settled, false), None, "already there");
+    assert_eq!(p.after(Pace::Idle, false), Some(0));
+    // A program that runs niced keeps its monitor at its own nice while
+    // idle, and never below what the program asked for itself.
+    let mut niced = MonitorPriority::new(Some(5));
+    assert_eq!(niced.after(Pace::Searching, false), Some(MONITOR_NICE));
+    assert_eq!(niced.after(Pace::Idle, false), Some(5));
+    let mut eager = MonitorPriority::new(Some(-15));
+    assert_eq!(eager.after(Pace::Searching, false), None);
+    // Refused (no CAP_SYS_NICE): not asked again.
+    let mut p = MonitorPriority::new(Some(0));
+    assert_eq!(p.after(Pace::Searching, false), Some(MONITOR_NICE));
+    p.refused();
+    assert_eq!(p.after(Pace::Searching, false), None);
+    assert_eq!(p.after(Pace::Idle, false), None);
+    // Idle, but waits heavy enough to qualify someone soon.
+    let mut p = MonitorPriority::new(Some(0));
+    assert_eq!(p.after(Pace::Idle, true), Some(MONITOR_NICE));
+    assert_eq!(p.after(Pace::Idle, false), Some(0));
+    // Unreadable: never changed.
+    assert_eq!(
+        MonitorPriority::new(None).after(Pace::Searching, false),
+        None
+    );
 }

@@ -222,7 +222,7 @@ impl SscController {
                     thread.is_mig = MigState::QualifyToMigrate;
                     thread.placed_bound = self.bound();
                     thread.quiet.reset();
-                    if self.memory.capacity() > 0 {
+                    if thread.program_key != UNKNOWN_KEY {
                         self.memory.remember(thread.program_key);
                     }
                     out.action = ThreadAction::Qualified;
@@ -430,7 +430,28 @@ impl SscController {
         }
         thread.is_mig = MigState::General;
         thread.quiet.released(self.params.release_backoff_max);
-        self.memory.forget(thread.program_key);
+        if thread.program_key != UNKNOWN_KEY {
+            self.memory.forget(thread.program_key);
+        }
+    }
+
+    /// Whether a new thread's key can change how it registers: only once
+    /// the classification memory holds a key. Until then a driver for whom
+    /// a key costs something (a `/proc` read) may register threads with
+    /// [`UNKNOWN_KEY`] and give a thread's key when it qualifies
+    /// ([`Self::learn_key`]).
+    #[inline]
+    pub fn keys_matter(&self) -> bool {
+        self.memory.capacity() > 0 && !self.memory.is_empty()
+    }
+
+    /// Gives `thread`, registered with [`UNKNOWN_KEY`], its key: a thread
+    /// that qualified is remembered as it would have been at qualification.
+    pub fn learn_key(&self, thread: &mut ThreadPolicyState, key: u64) {
+        thread.program_key = key;
+        if thread.is_mig != MigState::General && key != UNKNOWN_KEY {
+            self.memory.remember(key);
+        }
     }
 
     /// Alg. 3 lines 28-37: restarts the search if the re-search timer has

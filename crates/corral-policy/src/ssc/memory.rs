@@ -5,7 +5,7 @@
 //! exit before they are classified; remembering the classification per
 //! program fixes that.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// The classification-memory key of a thread: FNV-1a over its program
 /// (the executable's path, or any name the driver uses for the whole
@@ -28,6 +28,8 @@ pub fn program_key(program: &[u8], thread: &[u8]) -> u64 {
 #[derive(Debug)]
 pub struct ClassMemory {
     slots: Box<[AtomicU64]>,
+    /// Set by the first `remember`: before it, no key can match.
+    used: AtomicBool,
 }
 
 impl ClassMemory {
@@ -35,7 +37,14 @@ impl ClassMemory {
     pub fn new(capacity: usize) -> Self {
         ClassMemory {
             slots: (0..capacity).map(|_| AtomicU64::new(0)).collect(),
+            used: AtomicBool::new(false),
         }
+    }
+
+    /// Whether nothing was ever remembered: no key can match yet.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        !self.used.load(Ordering::Relaxed) // Relaxed: a hint, as `contains`.
     }
 
     /// Number of slots.
@@ -55,6 +64,10 @@ impl ClassMemory {
     /// Remembers `key`.
     #[inline]
     pub fn remember(&self, key: u64) {
+        if self.slots.is_empty() {
+            return;
+        }
+        self.used.store(true, Ordering::Relaxed); // Relaxed: see `is_empty`.
         let key = stored_key(key);
         let mut pair = self.pair(key);
         let (Some(first), second) = (pair.next(), pair.next()) else {

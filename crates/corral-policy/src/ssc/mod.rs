@@ -36,6 +36,10 @@ mod search;
 mod unconfined;
 
 pub use memory::{program_key, ClassMemory};
+
+/// A thread's classification key not read yet
+/// ([`SscController::keys_matter`]).
+pub const UNKNOWN_KEY: u64 = 0;
 pub use params::{
     Decision, DecisionKind, SscParams, PAPER_TSC_HZ, PAPER_VOTE_TICKS_PER_CORE, USER_HANDOFF_NS,
 };
