@@ -6,33 +6,15 @@
 // against glibc's 14,000, twice its CPU time). Here the signaller runs
 // SCHED_FIFO on the waiter's only CPU, so the woken waiter cannot run
 // until the signaller sleeps: the 1,000 signals after the first must make
-// no futex call. Counted as in cond_signal_idle.c.
+// no futex call (counted by futex_calls.h).
 // fault-cflags: -rdynamic -ldl
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdio.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
-static long futex_calls;
-
-long syscall(long number, ...) {
-    static long (*next)(long, ...);
-    if (!next)
-        next = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall");
-    va_list ap;
-    va_start(ap, number);
-    long a[6];
-    for (int i = 0; i < 6; i++)
-        a[i] = va_arg(ap, long);
-    va_end(ap);
-    if (number == SYS_futex)
-        __atomic_add_fetch(&futex_calls, 1, __ATOMIC_RELAXED);
-    return next(number, a[0], a[1], a[2], a[3], a[4], a[5]);
-}
+#include "futex_calls.h"
 
 static pthread_cond_t c = PTHREAD_COND_INITIALIZER;
 static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;

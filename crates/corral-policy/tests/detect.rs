@@ -337,3 +337,86 @@ fn waits_that_could_qualify_are_told_from_waits_that_never_will() {
     let kernel = corral_policy::ssc::SscParams::kernel().detect;
     assert!(handoffs_could_qualify(&kernel, 1, ms, 2));
 }
+
+#[test]
+fn a_yielder_asleep_behind_the_lock_for_a_whole_slice_still_counts_as_a_yielder() {
+    use corral_policy::ssc::{MigState, SliceObs, SscController, SscParams, ThreadAction};
+    let ms = 1_000_000;
+    let ctl = SscController::new(SscParams::user_space(), vec![0, 1], 0);
+    let slice = |attempts, yields| SliceObs {
+        core: u32::MAX,
+        slice_len: ms / 10,
+        wall_len: 4 * ms,
+        lock_wait: 4 * ms,
+        waits: 100,
+        attempts,
+        yields,
+        realtime: false,
+    };
+    let mut t = ctl.register_thread(1, 0);
+    ctl.begin_slice(&mut t, 0);
+    assert_eq!(
+        ctl.on_slice_end(&mut t, slice(40, 40), 4 * ms).action,
+        ThreadAction::YieldsCore
+    );
+    // 64 threads behind one lock: a whole window asleep, one attempt and
+    // no yield yet. It qualified on such windows.
+    ctl.begin_slice(&mut t, 4 * ms);
+    assert_eq!(
+        ctl.on_slice_end(&mut t, slice(1, 0), 8 * ms).action,
+        ThreadAction::YieldsCore
+    );
+    assert_eq!(t.is_mig, MigState::General);
+    // Attempts enough without a yield: it stopped yielding, and qualifies.
+    ctl.begin_slice(&mut t, 8 * ms);
+    assert_eq!(
+        ctl.on_slice_end(&mut t, slice(40, 0), 12 * ms).action,
+        ThreadAction::Qualified
+    );
+}
+
+#[test]
+fn among_yielders_a_thread_not_judged_yet_waits_for_a_window_that_can_judge_it() {
+    use corral_policy::ssc::{SliceObs, SscController, SscParams, ThreadAction};
+    let ms = 1_000_000;
+    let slice = |attempts, yields| SliceObs {
+        core: u32::MAX,
+        slice_len: ms / 10,
+        wall_len: 4 * ms,
+        lock_wait: 4 * ms,
+        waits: 100,
+        attempts,
+        yields,
+        realtime: false,
+    };
+    // Without yielders, a sleeper behind the lock (one attempt) qualifies
+    // on its wall window, as sysbench mutex's 64 sleepers must.
+    let ctl = SscController::new(SscParams::user_space(), vec![0, 1], 0);
+    let mut sleeper = ctl.register_thread(1, 0);
+    ctl.begin_slice(&mut sleeper, 0);
+    assert_eq!(
+        ctl.on_slice_end(&mut sleeper, slice(1, 0), 4 * ms).action,
+        ThreadAction::Qualified
+    );
+    // Once one thread is judged a yielder, a sleeper not judged yet stays.
+    let ctl = SscController::new(SscParams::user_space(), vec![0, 1], 0);
+    let mut yielder = ctl.register_thread(1, 0);
+    ctl.begin_slice(&mut yielder, 0);
+    assert_eq!(
+        ctl.on_slice_end(&mut yielder, slice(40, 40), 4 * ms).action,
+        ThreadAction::YieldsCore
+    );
+    let mut sleeper = ctl.register_thread(2, 0);
+    ctl.begin_slice(&mut sleeper, 0);
+    assert_eq!(
+        ctl.on_slice_end(&mut sleeper, slice(1, 0), 4 * ms).action,
+        ThreadAction::Stay
+    );
+    // The yielder gone, the sleeper qualifies again.
+    ctl.unregister_thread(&yielder);
+    ctl.begin_slice(&mut sleeper, 4 * ms);
+    assert_eq!(
+        ctl.on_slice_end(&mut sleeper, slice(1, 0), 8 * ms).action,
+        ThreadAction::Qualified
+    );
+}

@@ -26,6 +26,7 @@ impl SscController {
             rank: rank.into_boxed_slice(),
             bound: AtomicU32::new(bound),
             lock_intensive: AtomicU32::new(0),
+            yielders: AtomicU32::new(0),
             remig_next: AtomicU64::new(now.saturating_add(params.research_interval)),
             voted_slice: AtomicU64::new(0),
             settled_at: AtomicU64::new(now),
@@ -62,6 +63,7 @@ impl SscController {
             quiet: QuietStreak::default(),
             program_key,
             realtime: false,
+            yields_core: None,
         }
     }
 
@@ -69,6 +71,9 @@ impl SscController {
     pub fn unregister_thread(&self, thread: &ThreadPolicyState) {
         if thread.is_mig == MigState::HaveMigrated {
             self.uncount();
+        }
+        if thread.yields_core == Some(true) {
+            uncount_saturating(&self.yielders);
         }
     }
 
@@ -203,6 +208,21 @@ impl SscController {
             decision: None,
         };
         thread.realtime = obs.realtime;
+        if obs.attempts >= YIELD_VERDICT_MIN_ATTEMPTS || obs.yields >= obs.attempts.max(1) {
+            let verdict = gives_core_away(&self.params.detect, obs.yields, obs.attempts);
+            if thread.yields_core != Some(verdict) {
+                if verdict {
+                    self.yielders.fetch_add(1, HINT);
+                } else if thread.yields_core == Some(true) {
+                    uncount_saturating(&self.yielders);
+                }
+            }
+            thread.yields_core = Some(verdict);
+        }
+        // A thread asleep behind the lock all window (one attempt, no yield
+        // yet) cannot be judged; in a program of yielders it waits for a
+        // window that can (64 sysbench threads qualified on such windows).
+        let judged = thread.yields_core.is_some() || self.yielders.load(HINT) == 0;
         match thread.is_mig {
             MigState::General => {
                 let qualified = !obs.realtime
@@ -213,10 +233,10 @@ impl SscController {
                         obs.slice_len,
                         obs.wall_len,
                     );
-                if qualified && gives_core_away(&self.params.detect, obs.yields, obs.attempts) {
+                if qualified && thread.yields_core == Some(true) {
                     thread.quiet.observe_general(&self.params.detect);
                     out.action = ThreadAction::YieldsCore;
-                } else if !qualified {
+                } else if !qualified || !judged {
                     thread.quiet.observe_general(&self.params.detect);
                 } else {
                     thread.is_mig = MigState::QualifyToMigrate;
@@ -248,7 +268,12 @@ impl SscController {
                 if self.params.migrate_back
                     && thread
                         .quiet
-                        .observe(&self.params.detect, self.is_quiet(obs))
+                        // A thread that began yielding on the SSC gives
+                        // the core away there.
+                        .observe(
+                            &self.params.detect,
+                            self.is_quiet(obs) || thread.yields_core == Some(true),
+                        )
                 {
                     self.send_back(thread);
                     out.action = ThreadAction::MigrateBack;
@@ -407,11 +432,9 @@ impl SscController {
     #[inline]
     fn is_quiet(&self, obs: SliceObs) -> bool {
         let ssc_p = f64::from_bits(self.last_p.load(HINT));
-        let quiet = is_quiet(&self.params.detect, obs.lock_wait, obs.slice_len)
+        is_quiet(&self.params.detect, obs.lock_wait, obs.slice_len)
             && (obs.lock_wait as f64)
-                < self.params.release_peer_fraction * ssc_p * obs.slice_len as f64;
-        // A thread that began yielding on the SSC gives the core away there.
-        quiet || gives_core_away(&self.params.detect, obs.yields, obs.attempts)
+                < self.params.release_peer_fraction * ssc_p * obs.slice_len as f64
     }
 
     /// One lock-intensive thread fewer; saturating, so a driver that
@@ -522,4 +545,10 @@ impl SscController {
             climbing: voting.search.climbing,
         })
     }
+}
+
+/// Takes one from `count`, never below zero (a driver may unregister a
+/// copied state twice).
+fn uncount_saturating(count: &AtomicU32) {
+    let _ = count.fetch_update(HINT, HINT, |n| n.checked_sub(1));
 }

@@ -95,7 +95,18 @@ pub struct ThreadPolicyState {
     /// Its last slice ran in a real-time class: never placed (see
     /// [`SliceObs::realtime`]).
     pub realtime: bool,
+    /// Its last verdict of [`crate::detect::gives_core_away`], from a slice
+    /// with attempts enough to judge ([`YIELD_VERDICT_MIN_ATTEMPTS`]);
+    /// `None` before such a slice. In a program with threads judged to
+    /// yield, a thread without a verdict does not qualify yet.
+    pub yields_core: Option<bool>,
 }
+
+/// Lock attempts a slice needs for its yields to change the thread's
+/// verdict: a thread that spent its slice asleep behind the lock made one
+/// attempt and no yield yet, which says nothing (64 sysbench threads that
+/// yield inside every lock qualified on such slices).
+pub const YIELD_VERDICT_MIN_ATTEMPTS: u64 = 8;
 
 impl ThreadPolicyState {
     /// The state of a thread the controller has not registered yet (a free
@@ -110,6 +121,7 @@ impl ThreadPolicyState {
             quiet: QuietStreak::default(),
             program_key: 0,
             realtime: false,
+            yields_core: None,
         }
     }
 }
@@ -193,6 +205,10 @@ pub struct SscController {
     bound: AtomicU32,
     /// `n_lock_intensive_tasks`.
     lock_intensive: AtomicU32,
+    /// Registered threads whose verdict is that they give their core away
+    /// (`ThreadPolicyState::yields_core`): while there are any, a thread
+    /// not judged yet does not qualify.
+    yielders: AtomicU32,
     /// `remig_next`: when the re-search timer fires.
     remig_next: AtomicU64,
     /// Mirror of `voting.slice`, read without the lock (Alg. 3 line 20 reads
