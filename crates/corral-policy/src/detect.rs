@@ -121,9 +121,17 @@ pub fn qualifies(
     wall_len: Nanos,
 ) -> bool {
     let span = slice_len.max(wall_len);
-    let cpu_bar = params.qualify_share * slice_len as f64;
-    let handoffs_cost = params.handoff_ns == 0 || waits as f64 * params.handoff_ns as f64 > cpu_bar;
-    slice_len > 0 && lock_wait as f64 > params.qualify_share * span as f64 && handoffs_cost
+    slice_len > 0
+        && lock_wait as f64 > params.qualify_share * span as f64
+        && handoffs_cost_over(params, waits, slice_len as f64)
+}
+
+/// Do `waits` hand-offs cost over [`DetectParams::qualify_share`] of
+/// `cpu_ns` of CPU time? Always, without a hand-off cost.
+#[inline]
+fn handoffs_cost_over(params: &DetectParams, waits: u64, cpu_ns: f64) -> bool {
+    params.handoff_ns == 0
+        || waits as f64 * params.handoff_ns as f64 > params.qualify_share * cpu_ns
 }
 
 /// Could waits like these qualify a thread? `waits` contended
@@ -140,10 +148,7 @@ pub fn handoffs_could_qualify(
     wall_len: Nanos,
     cpus: u32,
 ) -> bool {
-    waits > 0
-        && (params.handoff_ns == 0
-            || waits as f64 * params.handoff_ns as f64
-                > params.qualify_share * wall_len as f64 * f64::from(cpus))
+    waits > 0 && handoffs_cost_over(params, waits, wall_len as f64 * f64::from(cpus))
 }
 
 /// Does a slice with `attempts` lock attempts and `yields` calls to

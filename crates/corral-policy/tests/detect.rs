@@ -338,12 +338,11 @@ fn waits_that_could_qualify_are_told_from_waits_that_never_will() {
     assert!(handoffs_could_qualify(&kernel, 1, ms, 2));
 }
 
-#[test]
-fn a_yielder_asleep_behind_the_lock_for_a_whole_slice_still_counts_as_a_yielder() {
-    use corral_policy::ssc::{MigState, SliceObs, SscController, SscParams, ThreadAction};
+/// A 4 ms wall window of a thread asleep behind a lock most of it (0.1 ms
+/// of CPU, 100 waits), with `attempts` lock attempts and `yields` yields.
+fn asleep_window(attempts: u64, yields: u64) -> corral_policy::ssc::SliceObs {
     let ms = 1_000_000;
-    let ctl = SscController::new(SscParams::user_space(), vec![0, 1], 0);
-    let slice = |attempts, yields| SliceObs {
+    corral_policy::ssc::SliceObs {
         core: u32::MAX,
         slice_len: ms / 10,
         wall_len: 4 * ms,
@@ -352,7 +351,15 @@ fn a_yielder_asleep_behind_the_lock_for_a_whole_slice_still_counts_as_a_yielder(
         attempts,
         yields,
         realtime: false,
-    };
+    }
+}
+
+#[test]
+fn a_yielder_asleep_behind_the_lock_for_a_whole_slice_still_counts_as_a_yielder() {
+    use corral_policy::ssc::{MigState, SscController, SscParams, ThreadAction};
+    let ms = 1_000_000;
+    let ctl = SscController::new(SscParams::user_space(), vec![0, 1], 0);
+    let slice = asleep_window;
     let mut t = ctl.register_thread(1, 0);
     ctl.begin_slice(&mut t, 0);
     assert_eq!(
@@ -377,18 +384,9 @@ fn a_yielder_asleep_behind_the_lock_for_a_whole_slice_still_counts_as_a_yielder(
 
 #[test]
 fn among_yielders_a_thread_not_judged_yet_waits_for_a_window_that_can_judge_it() {
-    use corral_policy::ssc::{SliceObs, SscController, SscParams, ThreadAction};
+    use corral_policy::ssc::{SscController, SscParams, ThreadAction};
     let ms = 1_000_000;
-    let slice = |attempts, yields| SliceObs {
-        core: u32::MAX,
-        slice_len: ms / 10,
-        wall_len: 4 * ms,
-        lock_wait: 4 * ms,
-        waits: 100,
-        attempts,
-        yields,
-        realtime: false,
-    };
+    let slice = asleep_window;
     // Without yielders, a sleeper behind the lock (one attempt) qualifies
     // on its wall window, as sysbench mutex's 64 sleepers must.
     let ctl = SscController::new(SscParams::user_space(), vec![0, 1], 0);

@@ -301,18 +301,11 @@ fn sampled(n: u64) -> bool {
 #[inline(always)]
 fn attempt<const COUNT: bool>(addr: u64) {
     let quiet = hot::with(|h| {
-        let watch = h.watch.get();
-        if watch.is_null() {
+        let Some(watch) = h.watch() else {
             return false;
-        }
-        // SAFETY: a non-null `watch` points to a static slot's `Watch` or to
-        // this thread's own `Local::unmanaged`, both live while it runs.
-        let watch = unsafe { &*watch };
+        };
         if COUNT {
-            // Relaxed load + store: this thread is the only writer, and the
-            // monitor only needs an eventually-seen count.
-            let n = watch.attempts.load(Ordering::Relaxed);
-            watch.attempts.store(n.wrapping_add(1), Ordering::Relaxed);
+            let n = bump(&watch.attempts);
             if addr != 0 && sampled(n) {
                 record_sample(addr);
             }
@@ -366,17 +359,21 @@ fn lock_attempt_slow(count: bool) {
 #[inline]
 pub fn on_yield() {
     hot::with(|h| {
-        let watch = h.watch.get();
-        if watch.is_null() {
-            return;
+        if let Some(watch) = h.watch() {
+            bump(&watch.yields);
         }
-        // SAFETY: as in `attempt`: a non-null `watch` points to a static
-        // slot's `Watch` or to this thread's own, live while it runs.
-        let watch = unsafe { &*watch };
-        // Relaxed load + store: this thread is the only writer (as `attempts`).
-        let n = watch.yields.load(Ordering::Relaxed);
-        watch.yields.store(n.wrapping_add(1), Ordering::Relaxed);
     });
+}
+
+/// Adds one to a count of the calling thread's own [`Watch`]; returns the
+/// count before.
+#[inline(always)]
+fn bump(count: &AtomicU64) -> u64 {
+    // Relaxed load + store: this thread is the only writer, and the monitor
+    // only needs an eventually-seen count.
+    let n = count.load(Ordering::Relaxed);
+    count.store(n.wrapping_add(1), Ordering::Relaxed);
+    n
 }
 
 /// Appends `addr` to the calling thread's trail, if it owns a slot.

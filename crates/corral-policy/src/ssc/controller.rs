@@ -441,9 +441,7 @@ impl SscController {
     /// unregisters a copied state twice cannot wrap the count.
     #[cold]
     fn uncount(&self) {
-        let _ = self
-            .lock_intensive
-            .fetch_update(HINT, HINT, |n| Some(n.saturating_sub(1)));
+        uncount_saturating(&self.lock_intensive);
     }
 
     #[cold]

@@ -19,6 +19,18 @@ pub(super) struct Hot {
     pub(super) quiet: Cell<u64>,
 }
 
+impl Hot {
+    /// The calling thread's [`Watch`]; `None` until it is registered.
+    #[inline(always)]
+    pub(super) fn watch(&self) -> Option<&Watch> {
+        let watch = self.watch.get();
+        // SAFETY: a non-null `watch` points to a static slot's `Watch` or to
+        // this thread's own `Local::unmanaged`, both live while it runs (and
+        // `Hot` is the running thread's own).
+        (!watch.is_null()).then(|| unsafe { &*watch })
+    }
+}
+
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod imp {
     use super::Hot;
