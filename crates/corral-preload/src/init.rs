@@ -399,22 +399,29 @@ fn with_signals_blocked<T>(f: impl FnOnce() -> T) -> T {
 }
 
 extern "C" fn on_unload() {
-    if !FORKED.load(Ordering::Relaxed) {
-        // Relaxed: this thread's own view suffices; final_flush checks the pid.
-        if STATE.load(Ordering::Relaxed) == MonitorState::Running as u8 {
-            monitor::final_flush();
-        }
-        // Asked before the path is built: a raw-cloned child must not
-        // allocate here (its parent's other threads may have held malloc's
-        // lock at the clone). Only the process corral run started attaches
-        // the profile, so the others skip the question.
-        // Relaxed: written by this process's own load.
-        if ROOT.load(Ordering::Relaxed) && corral_runtime::lockprof::saves_maps() {
-            // SAFETY: getpid has no preconditions.
-            let pid = unsafe { libc::getpid() };
-            corral_runtime::lockprof::save_maps(&corral_runtime::files::maps_path(pid));
-        }
+    if FORKED.load(Ordering::Relaxed) {
+        return;
     }
+    // Asked before the path is built: a raw-cloned child must not allocate
+    // here (its parent's other threads may have held malloc's lock at the
+    // clone). Only the process corral run started attaches the profile, so
+    // the others skip the question.
+    // Relaxed: written by this process's own load.
+    let maps = ROOT.load(Ordering::Relaxed) && corral_runtime::lockprof::saves_maps();
+    let after: Option<fn()> = maps.then_some(save_maps);
+    // Relaxed: this thread's own view suffices; final_flush checks the pid.
+    if STATE.load(Ordering::Relaxed) == MonitorState::Running as u8 {
+        monitor::final_flush(after);
+    } else if let Some(after) = after {
+        after();
+    }
+}
+
+/// The lock profile's copy of the memory map, for its callers' names.
+fn save_maps() {
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() };
+    corral_runtime::lockprof::save_maps(&corral_runtime::files::maps_path(pid));
 }
 
 #[used]

@@ -159,8 +159,12 @@ impl EventLog {
         })
     }
 
-    /// Buffers one event.
+    /// Buffers one event. Lines past [`ROTATE_BYTES`] not yet flushed (a
+    /// monitor that may not open files until exit) are dropped.
     pub fn write(&mut self, event: &Event) -> io::Result<()> {
+        if self.pending.len() as u64 >= ROTATE_BYTES {
+            return Ok(());
+        }
         serde_json::to_writer(&mut self.pending, event).map_err(io::Error::other)?;
         self.pending.push(b'\n');
         Ok(())

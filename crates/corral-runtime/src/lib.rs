@@ -13,6 +13,7 @@ pub mod events;
 pub mod faithful;
 pub mod files;
 pub mod kernel;
+pub mod last_round;
 pub mod lockprof;
 pub mod monitor;
 pub mod parking;

@@ -9,7 +9,7 @@
 //! would take the observed program down with it.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -24,6 +24,7 @@ use corral_policy::CoreId;
 use crate::abi::MigState;
 use crate::config::{Policy, RuntimeConfig};
 use crate::events::{Event, EventLog, PROGRESS_EVERY_NS};
+use crate::last_round::Doorbell;
 use crate::registry;
 use crate::stats::StatsMap;
 
@@ -142,6 +143,21 @@ pub struct Monitor {
     series_since: u64,
     /// Paper 5's CA-Scheduler, under policy `ca`.
     ca: Option<crate::ca::CaDriver>,
+    /// Whether this round may open files (see [`Files`]).
+    files: Files,
+}
+
+/// Whether the thread running the monitor's round may open files: only in a
+/// descriptor table the program cannot touch (see
+/// [`corral_locks::sys::fdtable`]). A number opened in the program's table
+/// can be closed by the program's close-all loop and reused for its own
+/// file, which corral would then write into or close.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Files {
+    /// The round may open files: the log is flushed, thread names read.
+    Open,
+    /// No files: the log's lines wait in memory, thread names go unread.
+    Deferred,
 }
 
 impl Monitor {
@@ -173,6 +189,7 @@ impl Monitor {
             series: (0, 0),
             series_since: 0,
             ca: None,
+            files: Files::Open,
         };
         if cfg.policy.is_ca() {
             let csf = (cfg.policy == Policy::CaCsf).then(corral_policy::csf::CsfParams::default);
@@ -192,6 +209,11 @@ impl Monitor {
             cpus: m.cpus.clone(),
         });
         m
+    }
+
+    /// Whether the next rounds may open files.
+    pub fn set_files(&mut self, files: Files) {
+        self.files = files;
     }
 
     fn now(&self) -> u64 {
@@ -231,7 +253,7 @@ impl Monitor {
         self.publish_placement();
         self.publish_stats();
         self.log_progress(now, t_ms);
-        if let Some(log) = &mut self.events {
+        if let (Some(log), Files::Open) = (&mut self.events, self.files) {
             let _ = log.flush();
         }
         if let Some(ca) = &self.ca {
@@ -346,7 +368,7 @@ impl Monitor {
             // program's first round reads every thread's. Otherwise it is
             // read if the thread qualifies (`close_window`).
             let key = match &self.ctrl {
-                Some(c) if c.keys_matter() => Self::thread_key(&self.program, tid),
+                Some(c) if c.keys_matter() => Self::thread_key(&self.program, tid, self.files),
                 _ => corral_policy::ssc::UNKNOWN_KEY,
             };
             let old_policy = self.tracks[i].policy;
@@ -415,7 +437,11 @@ impl Monitor {
     }
 
     /// The classification-memory key of a thread: its program and its name.
-    fn thread_key(program: &std::cell::OnceCell<Vec<u8>>, tid: i32) -> u64 {
+    /// Unknown where the round may not open files.
+    fn thread_key(program: &std::cell::OnceCell<Vec<u8>>, tid: i32, files: Files) -> u64 {
+        if files == Files::Deferred {
+            return corral_policy::ssc::UNKNOWN_KEY;
+        }
         let program = program.get_or_init(|| {
             std::fs::read_link("/proc/self/exe")
                 .map(|p| p.into_os_string().into_encoded_bytes())
@@ -462,7 +488,10 @@ impl Monitor {
         if out.action == ThreadAction::Qualified
             && track.policy.program_key == corral_policy::ssc::UNKNOWN_KEY
         {
-            ctrl.learn_key(&mut track.policy, Self::thread_key(&self.program, tid));
+            ctrl.learn_key(
+                &mut track.policy,
+                Self::thread_key(&self.program, tid, self.files),
+            );
         }
         match out.action {
             ThreadAction::Qualified => self.log(Event::Qualified { t_ms, tid, share }),
@@ -696,17 +725,43 @@ pub fn start(
     let tick = Duration::from_nanos(cfg.tick_ns);
     *lock_monitor() = Some(Monitor::new(cfg, cpus, stats, events));
     MONITOR_PID.store(pid, Ordering::Relaxed);
+    TABLE.store(TABLE_UNKNOWN, Ordering::Relaxed);
+    BELL.reset();
     let spawned = std::thread::Builder::new()
         .name("corral-monitor".into())
         .spawn(move || {
             registry::exclude_current_thread();
+            let files = match corral_locks::sys::fdtable::take_private() {
+                Ok(()) => Files::Open,
+                Err(errno) => {
+                    eprintln!(
+                        "corral: the monitor cannot have a descriptor table of its own \
+                         (unshare: errno {errno}); its log is written at exit only"
+                    );
+                    Files::Deferred
+                }
+            };
+            if let Some(m) = lock_monitor().as_mut() {
+                m.set_files(files);
+            }
+            let table = if files == Files::Open {
+                TABLE_OWN
+            } else {
+                TABLE_SHARED
+            };
+            // Release: an exit that reads it asks this thread for the last round.
+            TABLE.store(table, Ordering::Release);
             let tid = registry::current_tid();
             let mut priority = MonitorPriority::new(corral_locks::sys::sched::nice_of(tid).ok());
             // Calibrate the TSC here, not inside some thread's first wait.
             let _ = ticks_to_ns(1);
             let mut sleep = tick;
             loop {
-                std::thread::sleep(sleep);
+                if BELL.sleep(sleep) {
+                    last_round();
+                    BELL.answer();
+                    return;
+                }
                 let (pace, heavy) = match lock_monitor().as_mut() {
                     Some(m) => (m.tick(), m.heavy_waits),
                     None => return,
@@ -746,21 +801,70 @@ fn lock_monitor() -> std::sync::MutexGuard<'static, Option<Monitor>> {
 /// was, possibly locked by a monitor thread the child does not have.
 static MONITOR_PID: AtomicI32 = AtomicI32::new(0);
 
-/// A last round at exit, so the stats file holds final totals. Only in the
-/// process that started the monitor: anywhere else the monitor's lock may
-/// be held forever.
-pub fn final_flush() {
+/// Where the monitor thread's descriptors live: not known yet (it has not
+/// run), its own table, or the program's (`unshare` refused).
+static TABLE: AtomicU32 = AtomicU32::new(TABLE_UNKNOWN);
+const TABLE_UNKNOWN: u32 = 0;
+const TABLE_OWN: u32 = 1;
+const TABLE_SHARED: u32 = 2;
+
+/// Rung by the program's exit for the last round.
+static BELL: Doorbell = Doorbell::new();
+
+/// What the last round does after its tick (the lock profile's maps copy).
+static AFTER_LAST_ROUND: Mutex<Option<fn()>> = Mutex::new(None);
+
+/// How long an exit waits for the monitor thread's last round. It answers
+/// within a tick; only a monitor that cannot run at all makes the exit
+/// wait this long, and then the last round's lines are lost.
+const LAST_ROUND_WAIT: Duration = Duration::from_secs(1);
+
+fn last_round() {
+    if let Some(m) = lock_monitor().as_mut() {
+        m.tick();
+    }
+    let after = AFTER_LAST_ROUND
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .take();
+    if let Some(after) = after {
+        after();
+    }
+}
+
+/// A last round at exit, so the stats file holds final totals and the log
+/// its last lines, followed by `after`. The monitor thread runs it, in its
+/// own descriptor table: the program's other threads still run while it
+/// exits. Only in the process that started the monitor (anywhere else the
+/// monitor's lock may be held forever, and `after` runs here).
+pub fn final_flush(after: Option<fn()>) {
     // SAFETY: getpid has no preconditions (and is not cached by glibc, so
     // it is right after a raw clone).
     let pid = unsafe { libc::getpid() };
     // Relaxed: written once before the monitor thread starts, by this
     // process's own start; a child sees the parent's pid, never ours.
     if MONITOR_PID.load(Ordering::Relaxed) != pid {
+        if let Some(after) = after {
+            after();
+        }
         return;
     }
-    if let Some(m) = lock_monitor().as_mut() {
-        m.tick();
+    // Acquire: pairs with the monitor thread's Release.
+    if TABLE.load(Ordering::Acquire) == TABLE_SHARED {
+        // Its files would be in the program's table anyway.
+        if let Some(m) = lock_monitor().as_mut() {
+            m.set_files(Files::Open);
+            m.tick();
+        }
+        if let Some(after) = after {
+            after();
+        }
+        return;
     }
+    *AFTER_LAST_ROUND
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner()) = after;
+    BELL.ask(LAST_ROUND_WAIT);
 }
 
 #[cfg(test)]

@@ -290,3 +290,29 @@ fn the_monitor_takes_priority_only_while_it_searches_or_places() {
         None
     );
 }
+
+#[test]
+fn a_monitor_without_a_table_of_its_own_keeps_its_log_lines_until_it_may_open_files() {
+    let path = std::env::temp_dir().join(format!(
+        "corral-monitor-deferred-test.{}.jsonl",
+        std::process::id()
+    ));
+    let mut m = Monitor::new(
+        RuntimeConfig::default(),
+        vec![0, 1],
+        None,
+        Some(EventLog::create(&path).unwrap()),
+    );
+    m.set_files(Files::Deferred);
+    m.tick();
+    m.tick();
+    assert!(
+        read_log(&path).unwrap().is_empty(),
+        "flushed with no table of its own"
+    );
+    m.set_files(Files::Open);
+    m.tick();
+    let events = read_log(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert!(matches!(events.first(), Some(Event::Start { .. })));
+}

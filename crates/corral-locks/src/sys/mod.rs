@@ -3,6 +3,8 @@
 
 pub mod clock;
 #[cfg(target_os = "linux")]
+pub mod fdtable;
+#[cfg(target_os = "linux")]
 pub mod futex;
 #[cfg(all(loom, target_os = "linux"))]
 pub mod futex_model;
