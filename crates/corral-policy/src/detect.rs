@@ -151,6 +151,24 @@ pub fn handoffs_could_qualify(
     waits > 0 && handoffs_cost_over(params, waits, wall_len as f64 * f64::from(cpus))
 }
 
+/// Should a thread that waited `wait_ns` of the `span_ns` since its driver
+/// last looked call it to look now? A driver that sleeps long while
+/// nothing qualifies (a dozing monitor) is called once the span is as long
+/// as its regular rounds (`round_ns`) and the waits are over
+/// [`DetectParams::qualify_share`] of such a round: contention that starts
+/// is seen about as soon as those rounds would have seen it (a share of the
+/// whole long span would take a tenth of it), and waits call no more often
+/// than the rounds came.
+#[inline]
+pub fn waits_call_for_a_look(
+    params: &DetectParams,
+    wait_ns: Nanos,
+    span_ns: Nanos,
+    round_ns: Nanos,
+) -> bool {
+    span_ns >= round_ns && wait_ns as f64 > params.qualify_share * round_ns as f64
+}
+
 /// Does a slice with `attempts` lock attempts and `yields` calls to
 /// `sched_yield` give its core away ([`DetectParams::yields_per_attempt`])?
 #[inline]
@@ -396,5 +414,18 @@ mod tests {
         assert!(!streak.observe(&p, true));
         assert!(!streak.observe(&p, true));
         assert!(streak.observe(&p, true));
+    }
+
+    #[test]
+    fn a_dozing_driver_is_called_by_waits_that_could_qualify_and_no_sooner_than_its_rounds() {
+        let p = DetectParams::default();
+        let ms = 1_000_000;
+        // Waiting most of a round: called once the span is a round long.
+        assert!(waits_call_for_a_look(&p, 15 * ms, 16 * ms, 16 * ms));
+        assert!(!waits_call_for_a_look(&p, 8 * ms, 8 * ms, 16 * ms));
+        // A long doze: a round's share of waiting calls at once.
+        assert!(waits_call_for_a_look(&p, 2 * ms, 200 * ms, 16 * ms));
+        // Waits under a round's share call nobody, however long the doze.
+        assert!(!waits_call_for_a_look(&p, ms, 1000 * ms, 16 * ms));
     }
 }

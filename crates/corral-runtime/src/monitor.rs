@@ -9,8 +9,9 @@
 //! would take the observed program down with it.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use corral_locks::sys::clock::{monotonic_ns, thread_cpu_ns_of as cpu_ns_of};
@@ -23,8 +24,8 @@ use corral_policy::CoreId;
 
 use crate::abi::MigState;
 use crate::config::{Policy, RuntimeConfig};
+use crate::doorbell::{Doorbell, Woke};
 use crate::events::{Event, EventLog, PROGRESS_EVERY_NS};
-use crate::last_round::Doorbell;
 use crate::registry;
 use crate::stats::StatsMap;
 
@@ -628,6 +629,14 @@ impl MonitorPriority {
 /// that starts is seen within it, and from then on every tick.
 pub const IDLE_TICK_MAX: Duration = Duration::from_millis(16);
 
+/// The longest pause while nothing is placed and no waits could qualify a
+/// thread: a thread whose waits could rings earlier (see [`after_wait`]).
+pub const DOZE_MAX: Duration = Duration::from_millis(256);
+
+/// Quiet rounds (nothing placed, no heavy waits) before the monitor dozes:
+/// about 200 ms of rounds backing off to [`IDLE_TICK_MAX`].
+pub const DOZE_AFTER_QUIET_ROUNDS: u32 = 16;
+
 /// How many ticks apart the rounds are while the program is contended but
 /// the search has settled (or no policy searches): classification and a
 /// throughput fall are still seen within a few milliseconds, and a program
@@ -727,6 +736,7 @@ pub fn start(
     MONITOR_PID.store(pid, Ordering::Relaxed);
     TABLE.store(TABLE_UNKNOWN, Ordering::Relaxed);
     BELL.reset();
+    let _ = RING_DETECT.set(cfg.ssc.detect);
     let spawned = std::thread::Builder::new()
         .name("corral-monitor".into())
         .spawn(move || {
@@ -756,14 +766,17 @@ pub fn start(
             // Calibrate the TSC here, not inside some thread's first wait.
             let _ = ticks_to_ns(1);
             let mut sleep = tick;
+            let mut quiet_rounds = 0u32;
             loop {
-                if BELL.sleep(sleep) {
+                if BELL.sleep(sleep, sleep > IDLE_TICK_MAX) == Woke::Exit {
                     last_round();
                     BELL.answer();
                     return;
                 }
-                let (pace, heavy) = match lock_monitor().as_mut() {
-                    Some(m) => (m.tick(), m.heavy_waits),
+                // Relaxed: a ringing thread's rough measure of time since.
+                LAST_LOOK_NS.store(monotonic_ns(), Ordering::Relaxed);
+                let (pace, heavy, doze) = match lock_monitor().as_mut() {
+                    Some(m) => (m.tick(), m.heavy_waits, m.ca.is_none()),
                     None => return,
                 };
                 if let Some(nice) = priority.after(pace, heavy) {
@@ -774,11 +787,30 @@ pub fn start(
                     }
                 }
                 // An uncontended program costs a round every IDLE_TICK_MAX,
-                // not every tick: each round reads every thread's CPU clock.
+                // then one every DOZE_MAX, not every tick: each round reads
+                // every thread's CPU clock and wakes the monitor (with many
+                // processes of few threads, stress-ng's, the wake-ups were a
+                // fifth of the CPU time). Dozing, a waiting thread whose
+                // waits could qualify it rings (`after_wait`); heavy waits
+                // (hand-offs that could qualify a thread) and policy ca's
+                // clustering keep the rounds at IDLE_TICK_MAX.
+                // Only after DOZE_AFTER_QUIET_ROUNDS quiet rounds: a program
+                // contended from its start (sysbench's threads block behind
+                // its barrier, then all contend) is searched for at once.
+                quiet_rounds = if pace == Pace::Idle && !heavy {
+                    quiet_rounds.saturating_add(1)
+                } else {
+                    0
+                };
+                let idle_max = if doze && quiet_rounds >= DOZE_AFTER_QUIET_ROUNDS {
+                    DOZE_MAX
+                } else {
+                    IDLE_TICK_MAX
+                };
                 sleep = match pace {
                     Pace::Searching => tick,
                     Pace::Settled => tick * SETTLED_TICKS,
-                    Pace::Idle => (sleep * 2).clamp(tick, IDLE_TICK_MAX.max(tick)),
+                    Pace::Idle => (sleep * 2).clamp(tick, idle_max.max(tick)),
                 };
             }
         });
@@ -808,8 +840,42 @@ const TABLE_UNKNOWN: u32 = 0;
 const TABLE_OWN: u32 = 1;
 const TABLE_SHARED: u32 = 2;
 
-/// Rung by the program's exit for the last round.
+/// Rung by the program's exit for the last round, and by a waiting thread
+/// while the monitor dozes.
 static BELL: Doorbell = Doorbell::new();
+
+/// When the monitor's last round began (monotonic ns).
+static LAST_LOOK_NS: AtomicU64 = AtomicU64::new(0);
+
+/// The detection parameters a waiting thread rings by (the first
+/// monitor's: a forked child's has the same configuration).
+static RING_DETECT: OnceLock<corral_policy::detect::DetectParams> = OnceLock::new();
+
+/// Called by a thread after each contended wait: rings a dozing monitor
+/// if its waits since the monitor's last round could qualify it
+/// ([`corral_policy::detect::waits_call_for_a_look`]).
+#[inline]
+pub fn after_wait() {
+    if BELL.dozing() {
+        ring_if_waits_qualify();
+    }
+}
+
+#[cold]
+fn ring_if_waits_qualify() {
+    let Some(params) = RING_DETECT.get() else {
+        return;
+    };
+    // Relaxed: a rough span; the round it may start measures its own.
+    let span = monotonic_ns().saturating_sub(LAST_LOOK_NS.load(Ordering::Relaxed));
+    // The counter the monitor takes each round: waits since that round.
+    let (wait_ticks, _) = corral_locks::wait::thread_counter().snapshot();
+    let span_min = IDLE_TICK_MAX.as_nanos() as u64;
+    if corral_policy::detect::waits_call_for_a_look(params, ticks_to_ns(wait_ticks), span, span_min)
+    {
+        BELL.ring();
+    }
+}
 
 /// What the last round does after its tick (the lock profile's maps copy).
 static AFTER_LAST_ROUND: Mutex<Option<fn()>> = Mutex::new(None);

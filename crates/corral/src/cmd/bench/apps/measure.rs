@@ -97,16 +97,7 @@ impl Bench<'_> {
     /// `sysbench threads` has at 2 threads, would otherwise leave every
     /// column a run of a few milliseconds, all start-up).
     pub(super) fn calibrate(&self, app: App, threads: u32, target: f64) -> Result<u64, CliError> {
-        let mut work = app.first_work(threads);
-        // Whether `work` was scaled from a long enough run (then one run
-        // within range accepts it).
-        let mut checked = false;
-        // The fastest rate any probe showed (units of work per second): a
-        // program that sometimes stalls for a fixed time (stress-ng's mutex
-        // stressor, 0.5 s now and then, under glibc too) is sized on its
-        // work, not on the stall.
-        let mut best_rate = 0f64;
-        for _ in 0..10 {
+        size_work(app.first_work(threads), target, |work| {
             let s = self.sample(app, Column::Glibc, threads, work)?;
             if s.status != Status::Ok {
                 return Err(CliError(format!(
@@ -116,22 +107,46 @@ impl Bench<'_> {
                     s.detail.unwrap_or_default()
                 )));
             }
-            let t = s.wall_s.max(1e-4);
-            let scale = target / t;
-            if (1.0 / 3.0..=3.0).contains(&scale) && checked {
-                return Ok(work);
-            }
-            best_rate = best_rate.max(work as f64 / t);
-            work = if scale <= 3.0 {
-                checked = true;
-                ((target * best_rate).round() as u64).max(1)
-            } else {
-                // Aim the next probe at half the target: no probe overshoots far.
-                ((work as f64 * (scale / 2.0).min(64.0)).ceil() as u64).max(work + 1)
-            };
-        }
-        Ok(work)
+            Ok(s.wall_s)
+        })
     }
+}
+
+/// [`Measurer::calibrate`]'s search: the work to run, from `first`, given
+/// the wall seconds `wall_of(work)` a probe of that work took.
+fn size_work(
+    first: u64,
+    target: f64,
+    mut wall_of: impl FnMut(u64) -> Result<f64, CliError>,
+) -> Result<u64, CliError> {
+    let mut work = first;
+    // Whether `work` was scaled from a long enough run (then one run
+    // within range accepts it).
+    let mut checked = false;
+    // The fastest rate any probe showed (units of work per second): a
+    // program that sometimes stalls for a fixed time (stress-ng's mutex
+    // stressor, up to 1 s now and then, under glibc too) is sized on its
+    // work, not on the stall.
+    let mut best_rate = 0f64;
+    for _ in 0..10 {
+        let t = wall_of(work)?.max(1e-4);
+        let scale = target / t;
+        let rate = work as f64 / t;
+        best_rate = best_rate.max(rate);
+        // A run in range but at under half the fastest rate stalled: the
+        // size it confirms is the stall's.
+        if (1.0 / 3.0..=3.0).contains(&scale) && checked && rate * 2.0 >= best_rate {
+            return Ok(work);
+        }
+        work = if scale <= 3.0 {
+            checked = true;
+            ((target * best_rate).round() as u64).max(1)
+        } else {
+            // Aim the next probe at half the target: no probe overshoots far.
+            ((work as f64 * (scale / 2.0).min(64.0)).ceil() as u64).max(work + 1)
+        };
+    }
+    Ok(work)
 }
 
 /// [`launch_observed`] with a watchdog that kills the program after
@@ -190,4 +205,37 @@ pub(super) fn loadavg() -> Option<f64> {
         .next()?
         .parse()
         .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A program doing 400k units a second that stalls 1 s on the probes
+    /// listed (by their order).
+    fn stalling(stalls: &'static [usize]) -> impl FnMut(u64) -> Result<f64, CliError> {
+        let mut probe = 0;
+        move |work| {
+            probe += 1;
+            let stall = if stalls.contains(&probe) { 1.0 } else { 0.0 };
+            Ok(work as f64 / 400_000.0 + stall)
+        }
+    }
+
+    #[test]
+    fn a_steady_program_is_sized_to_the_target() {
+        let work = size_work(5000, 1.0, stalling(&[])).unwrap();
+        assert!((200_000..=800_000).contains(&work), "{work}");
+    }
+
+    #[test]
+    fn a_probe_that_stalled_into_range_does_not_confirm_its_size() {
+        // The first probe stalls into range; the sizes scaled from it run in
+        // 10 ms, and the one confirming them stalls again.
+        let work = size_work(5000, 1.0, stalling(&[1, 3])).unwrap();
+        assert!(
+            work >= 300_000,
+            "sized on the stall: {work} units (~12 ms of work)"
+        );
+    }
 }
