@@ -112,7 +112,7 @@ impl Bench<'_> {
     }
 }
 
-/// [`Measurer::calibrate`]'s search: the work to run, from `first`, given
+/// [`Bench::calibrate`]'s search: the work to run, from `first`, given
 /// the wall seconds `wall_of(work)` a probe of that work took.
 fn size_work(
     first: u64,
