@@ -732,6 +732,9 @@ pub fn start(
             .ok()
     });
     let tick = Duration::from_nanos(cfg.tick_ns);
+    // Only a process with a log has something to say about where it goes:
+    // a forked child of the program has none, and 64 would say it 64 times.
+    let has_log = events.is_some();
     *lock_monitor() = Some(Monitor::new(cfg, cpus, stats, events));
     MONITOR_PID.store(pid, Ordering::Relaxed);
     TABLE.store(TABLE_UNKNOWN, Ordering::Relaxed);
@@ -744,10 +747,12 @@ pub fn start(
             let files = match corral_locks::sys::fdtable::take_private() {
                 Ok(()) => Files::Open,
                 Err(errno) => {
-                    eprintln!(
-                        "corral: the monitor cannot have a descriptor table of its own \
+                    if has_log {
+                        eprintln!(
+                            "corral: the monitor cannot have a descriptor table of its own \
                          (unshare: errno {errno}); its log is written at exit only"
-                    );
+                        );
+                    }
                     Files::Deferred
                 }
             };
