@@ -115,7 +115,10 @@ pub struct ThreadRecord {
     /// wall span where that is longer than its CPU time, as qualification
     /// measures it.
     pub last_share_ppm: AtomicU32,
-    _pad: u32,
+    /// Calls to `sched_yield` and `pthread_yield` the monitor saw, stopping
+    /// at `u32::MAX` (what "kept off the SSC: they yield as often as they
+    /// lock" is judged on).
+    pub yields: AtomicU32,
 }
 
 const _: () = assert!(core::mem::size_of::<StatsHeader>() == 64);

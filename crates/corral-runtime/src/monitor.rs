@@ -79,6 +79,8 @@ struct Track {
     attempts_seen: u64,
     /// The slot's `yields` when last read.
     yields_seen: u64,
+    /// Its yields since it came (published; the windows take theirs).
+    yields: u64,
     /// Lock attempts and yields in the open window.
     window_attempts: u64,
     window_yields: u64,
@@ -109,6 +111,7 @@ impl Track {
             last_share_ppm: 0,
             attempts_seen: attempts,
             yields_seen: yields,
+            yields: 0,
             window_attempts: 0,
             window_yields: 0,
             said_yields: false,
@@ -393,7 +396,9 @@ impl Monitor {
         self.series.1 += sample.waits;
         track.attempts_seen = sample.attempts;
         track.window_attempts += attempts;
-        track.window_yields += sample.yields.wrapping_sub(track.yields_seen);
+        let new_yields = sample.yields.wrapping_sub(track.yields_seen);
+        track.window_yields += new_yields;
+        track.yields += new_yields;
         track.yields_seen = sample.yields;
         track.window_wait_ticks += sample.wait_ticks;
         track.window_waits += sample.waits;
@@ -555,6 +560,8 @@ impl Monitor {
             rec.slices.store(track.slices, Ordering::Relaxed);
             rec.last_share_ppm
                 .store(track.last_share_ppm, Ordering::Relaxed);
+            let yields = u32::try_from(track.yields).unwrap_or(u32::MAX);
+            rec.yields.store(yields, Ordering::Relaxed);
         }
         let h = stats.header();
         h.n_threads

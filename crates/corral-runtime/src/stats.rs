@@ -170,6 +170,7 @@ impl StatsMap {
                     contended: r.contended.load(Ordering::Relaxed),
                     slices: r.slices.load(Ordering::Relaxed),
                     last_share: f64::from(r.last_share_ppm.load(Ordering::Relaxed)) / 1e6,
+                    yields: u64::from(r.yields.load(Ordering::Relaxed)),
                 }
             })
             .collect();
@@ -217,6 +218,8 @@ pub struct ThreadSnapshot {
     /// Share of the last closed window (over its wall span, as qualification
     /// measures it).
     pub last_share: f64,
+    /// Calls to `sched_yield` and `pthread_yield` (stopping at `u32::MAX`).
+    pub yields: u64,
 }
 
 /// A snapshot of one process's stats file.

@@ -191,13 +191,23 @@ fn threads_that_yield_inside_their_critical_sections_are_not_confined() {
         .filter(|t| t["lock_intensive"] == true)
         .collect();
     assert!(intensive.is_empty(), "confined: {intensive:?}");
-    let kept = threads
-        .iter()
-        .filter(|t| t["kept_for_yielding"] == true)
-        .count();
-    assert!(kept >= 2, "{kept} threads kept; report: {}", doc["threads"]);
-    // Odd threads yield through glibc's pthread_yield: uncounted, they
-    // would have qualified above. Nothing qualified, so nothing searched.
+    // Every yield counted, through sched_yield (even threads) and glibc's
+    // pthread_yield (odd ones). Whether a thread's windows would qualify
+    // it without its yields varies from run to run (few, long waits: the
+    // hand-off test is near its line), so which threads were kept is not
+    // asserted; that nothing was confined is.
+    // The monitor reads the counts each round: a thread's yields after its
+    // last round before it exits are not seen, so "most" is asserted (an
+    // uncounted path would show none).
+    assert_eq!(threads.len(), 8, "report: {}", doc["threads"]);
+    for t in threads {
+        let yields = t["yields"].as_u64().unwrap_or(0);
+        assert!(
+            (10_000..=20_000).contains(&yields),
+            "a thread's yields: {t}"
+        );
+    }
+    // Nothing qualified, so nothing searched.
     assert!(
         doc["decisions"]
             .as_array()

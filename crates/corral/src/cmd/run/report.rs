@@ -32,6 +32,8 @@ pub(crate) struct ThreadReport {
     pub(crate) contended: u64,
     /// Accounting windows closed.
     pub(crate) slices: u64,
+    /// Calls to `sched_yield` and `pthread_yield`.
+    pub(crate) yields: u64,
 }
 
 /// The SSC size from a point in time on.
@@ -226,6 +228,7 @@ pub(crate) fn build_report(
                     cpu_ns: t.cpu_ns,
                     contended: t.contended,
                     slices: t.slices,
+                    yields: t.yields,
                 })
                 .collect()
         })

@@ -135,6 +135,7 @@ mod tests {
                     contended: 0,
                     slices: 0,
                     last_share: 0.0,
+                    yields: 0,
                 })
                 .collect(),
             lock_profile: true,
