@@ -207,13 +207,11 @@ fn the_controller_qualifies_over_the_wall_span() {
         yields: 0,
         realtime: false,
     };
-    let mut sleeper = ctl.register_thread(1, 0);
-    ctl.begin_slice(&mut sleeper, 0);
+    let mut sleeper = started(&ctl, 1);
     let out = ctl.on_slice_end(&mut sleeper, slice(10 * ms, ms / 2), 10 * ms);
     assert_eq!(out.action, ThreadAction::Stay);
     assert_eq!(sleeper.is_mig, MigState::General);
-    let mut waiter = ctl.register_thread(2, 0);
-    ctl.begin_slice(&mut waiter, 0);
+    let mut waiter = started(&ctl, 2);
     let out = ctl.on_slice_end(&mut waiter, slice(ms * 5 / 4, ms * 3 / 4), 10 * ms);
     assert_eq!(out.action, ThreadAction::Qualified, "60% of its wall span");
     assert_eq!(waiter.is_mig, MigState::QualifyToMigrate);
@@ -255,14 +253,12 @@ fn a_thread_that_yields_as_it_locks_stays_on_the_general_cores() {
     };
     let user = SscParams::user_space();
     let ctl = SscController::new(user, vec![0, 1], 0);
-    let mut yielder = ctl.register_thread(1, 0);
-    ctl.begin_slice(&mut yielder, 0);
+    let mut yielder = started(&ctl, 1);
     let out = ctl.on_slice_end(&mut yielder, slice(800, 800), ms);
     assert_eq!(out.action, ThreadAction::YieldsCore);
     assert_eq!(yielder.is_mig, MigState::General);
     // A worker that yields once per batch of locks qualifies.
-    let mut worker = ctl.register_thread(2, 0);
-    ctl.begin_slice(&mut worker, 0);
+    let mut worker = started(&ctl, 2);
     let out = ctl.on_slice_end(&mut worker, slice(800, 10), ms);
     assert_eq!(out.action, ThreadAction::Qualified);
     // The bar: one yield for every two attempts; none without yields.
@@ -273,8 +269,7 @@ fn a_thread_that_yields_as_it_locks_stays_on_the_general_cores() {
     let kernel = SscParams::kernel();
     assert_eq!(kernel.detect.yields_per_attempt, 0.0);
     let ctl = SscController::new(kernel, vec![0, 1], 0);
-    let mut t = ctl.register_thread(3, 0);
-    ctl.begin_slice(&mut t, 0);
+    let mut t = started(&ctl, 3);
     let obs = SliceObs {
         wall_len: 0,
         ..slice(800, 800)
@@ -301,8 +296,7 @@ fn a_placed_thread_that_starts_yielding_goes_back() {
         yields,
         realtime: false,
     };
-    let mut t = ctl.register_thread(1, 0);
-    ctl.begin_slice(&mut t, 0);
+    let mut t = started(&ctl, 1);
     assert_eq!(
         ctl.on_slice_end(&mut t, slice(0), ms).action,
         ThreadAction::Qualified
@@ -340,6 +334,16 @@ fn waits_that_could_qualify_are_told_from_waits_that_never_will() {
 
 /// A 4 ms wall window of a thread asleep behind a lock most of it (0.1 ms
 /// of CPU, 100 waits), with `attempts` lock attempts and `yields` yields.
+/// A thread of `ctl` registered with key `key`, its first slice begun at 0.
+fn started(
+    ctl: &corral_policy::ssc::SscController,
+    key: u64,
+) -> corral_policy::ssc::ThreadPolicyState {
+    let mut t = ctl.register_thread(key, 0);
+    ctl.begin_slice(&mut t, 0);
+    t
+}
+
 fn asleep_window(attempts: u64, yields: u64) -> corral_policy::ssc::SliceObs {
     let ms = 1_000_000;
     corral_policy::ssc::SliceObs {
@@ -360,8 +364,7 @@ fn a_yielder_asleep_behind_the_lock_for_a_whole_slice_still_counts_as_a_yielder(
     let ms = 1_000_000;
     let ctl = SscController::new(SscParams::user_space(), vec![0, 1], 0);
     let slice = asleep_window;
-    let mut t = ctl.register_thread(1, 0);
-    ctl.begin_slice(&mut t, 0);
+    let mut t = started(&ctl, 1);
     assert_eq!(
         ctl.on_slice_end(&mut t, slice(40, 40), 4 * ms).action,
         ThreadAction::YieldsCore
@@ -390,22 +393,19 @@ fn among_yielders_a_thread_not_judged_yet_waits_for_a_window_that_can_judge_it()
     // Without yielders, a sleeper behind the lock (one attempt) qualifies
     // on its wall window, as sysbench mutex's 64 sleepers must.
     let ctl = SscController::new(SscParams::user_space(), vec![0, 1], 0);
-    let mut sleeper = ctl.register_thread(1, 0);
-    ctl.begin_slice(&mut sleeper, 0);
+    let mut sleeper = started(&ctl, 1);
     assert_eq!(
         ctl.on_slice_end(&mut sleeper, slice(1, 0), 4 * ms).action,
         ThreadAction::Qualified
     );
     // Once one thread is judged a yielder, a sleeper not judged yet stays.
     let ctl = SscController::new(SscParams::user_space(), vec![0, 1], 0);
-    let mut yielder = ctl.register_thread(1, 0);
-    ctl.begin_slice(&mut yielder, 0);
+    let mut yielder = started(&ctl, 1);
     assert_eq!(
         ctl.on_slice_end(&mut yielder, slice(40, 40), 4 * ms).action,
         ThreadAction::YieldsCore
     );
-    let mut sleeper = ctl.register_thread(2, 0);
-    ctl.begin_slice(&mut sleeper, 0);
+    let mut sleeper = started(&ctl, 2);
     assert_eq!(
         ctl.on_slice_end(&mut sleeper, slice(1, 0), 4 * ms).action,
         ThreadAction::Stay

@@ -17,16 +17,7 @@ fn quiet_slices_until_release(driver: &mut Driver, limit: u32) -> Option<u32> {
             let thread = &mut driver.threads[0];
             driver.ctl.begin_slice(thread, driver.now);
             driver.now += STEP;
-            let obs = SliceObs {
-                core: driver.core_of[0],
-                slice_len: SLICE,
-                lock_wait: 0,
-                waits: 0,
-                attempts: 0,
-                yields: 0,
-                wall_len: 0,
-                realtime: false,
-            };
+            let obs = cpu_slice(driver.core_of[0], 0, 0);
             driver.ctl.on_slice_end(thread, obs, driver.now).action
         };
         if out_action == ThreadAction::MigrateBack {
@@ -101,16 +92,7 @@ fn a_key_given_at_qualification_is_remembered_as_one_given_at_registration() {
     assert!(!ctl.keys_matter());
     let mut t = ctl.register_thread(UNKNOWN_KEY, 0);
     ctl.begin_slice(&mut t, 0);
-    let busy = SliceObs {
-        core: 0,
-        slice_len: SLICE,
-        lock_wait: SLICE / 2,
-        waits: 0,
-        attempts: 0,
-        yields: 0,
-        wall_len: 0,
-        realtime: false,
-    };
+    let busy = cpu_slice(0, SLICE / 2, 0);
     assert_eq!(
         ctl.on_slice_end(&mut t, busy, STEP).action,
         ThreadAction::Qualified
@@ -270,14 +252,8 @@ fn contended_slice(driver: &mut Driver, i: usize, realtime: bool) -> ThreadActio
     driver.ctl.begin_slice(thread, driver.now);
     driver.now += STEP;
     let obs = SliceObs {
-        core: driver.core_of[i],
-        slice_len: SLICE,
-        lock_wait: SLICE,
-        waits: HANDOFFS,
-        attempts: 0,
-        yields: 0,
-        wall_len: 0,
         realtime,
+        ..cpu_slice(driver.core_of[i], SLICE, HANDOFFS)
     };
     driver.ctl.on_slice_end(thread, obs, driver.now).action
 }
@@ -292,14 +268,8 @@ fn a_real_time_thread_is_never_placed_and_leaves_the_ssc_when_it_turns_real_time
         driver.ctl.begin_slice(&mut rt, driver.now);
         driver.now += STEP;
         let obs = SliceObs {
-            core: 0,
-            slice_len: SLICE,
-            lock_wait: SLICE,
-            waits: HANDOFFS,
-            attempts: 0,
-            yields: 0,
-            wall_len: 0,
             realtime: true,
+            ..cpu_slice(0, SLICE, HANDOFFS)
         };
         let out = driver.ctl.on_slice_end(&mut rt, obs, driver.now);
         assert_eq!(out.action, ThreadAction::Stay);

@@ -5,7 +5,7 @@
 mod ssc_driver;
 
 use corral_policy::ssc::{
-    Decision, DecisionKind, MigState, Phase, SliceObs, SscController, SscParams, ThreadPolicyState,
+    Decision, DecisionKind, MigState, Phase, SscController, SscParams, ThreadPolicyState,
 };
 use corral_policy::Nanos;
 use ssc_driver::*;
@@ -130,16 +130,7 @@ fn votes_from_before_a_bound_change_are_dropped() {
     }
     let before = driver.ctl.vote_totals().unwrap();
     // ...so its slice, however contended, is not a vote.
-    let obs = SliceObs {
-        core: stale_core,
-        slice_len: SLICE,
-        lock_wait: SLICE,
-        waits: 0,
-        attempts: 0,
-        yields: 0,
-        wall_len: 0,
-        realtime: false,
-    };
+    let obs = cpu_slice(stale_core, SLICE, 0);
     let out = driver.ctl.on_slice_end(&mut stale, obs, driver.now);
     assert!(!out.voted);
     assert_eq!(driver.ctl.vote_totals().unwrap(), before);
@@ -195,16 +186,7 @@ fn slice_with_arrival(ctl: &SscController, thread: &mut ThreadPolicyState, now: 
     let target = ctl
         .on_lock_attempt(thread, from, &[], now + STEP)
         .expect("moves into the SSC");
-    let obs = SliceObs {
-        core: target,
-        slice_len: SLICE,
-        lock_wait: SLICE / 2,
-        waits: 0,
-        attempts: 0,
-        yields: 0,
-        wall_len: 0,
-        realtime: false,
-    };
+    let obs = cpu_slice(target, SLICE / 2, 0);
     ctl.on_slice_end(thread, obs, now + 2 * STEP).voted
 }
 
@@ -219,16 +201,7 @@ fn a_thread_votes_only_after_a_full_slice_on_the_ssc() {
     assert_eq!(newcomer.is_mig, MigState::QualifyToMigrate);
     assert!(!slice_with_arrival(&driver.ctl, &mut newcomer, driver.now));
     driver.now += 2 * STEP;
-    let obs = SliceObs {
-        core: driver.ctl.ssc_cores()[0],
-        slice_len: SLICE,
-        lock_wait: SLICE / 2,
-        waits: 0,
-        attempts: 0,
-        yields: 0,
-        wall_len: 0,
-        realtime: false,
-    };
+    let obs = cpu_slice(driver.ctl.ssc_cores()[0], SLICE / 2, 0);
     let settled = &mut driver.threads[0];
     driver.ctl.begin_slice(settled, driver.now - STEP);
     assert!(

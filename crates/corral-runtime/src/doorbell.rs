@@ -79,6 +79,7 @@ impl Doorbell {
             }
             let now = monotonic_ns();
             if now >= deadline {
+                // Relaxed: the bell's own state, as above.
                 match self.word.compare_exchange(
                     DOZING,
                     QUIET,
@@ -125,6 +126,7 @@ impl Doorbell {
     /// Rings for the last round and waits for the answer, at most `limit`;
     /// whether it came.
     pub fn ask(&self, limit: Duration) -> bool {
+        // Acquire: a DONE seen here carries the answered round with it.
         let mut word = self.word.load(Ordering::Acquire);
         loop {
             match word {

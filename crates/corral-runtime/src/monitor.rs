@@ -744,6 +744,7 @@ pub fn start(
     let has_log = events.is_some();
     *lock_monitor() = Some(Monitor::new(cfg, cpus, stats, events));
     MONITOR_PID.store(pid, Ordering::Relaxed);
+    // Relaxed: the monitor thread, spawned below, is what publishes it.
     TABLE.store(TABLE_UNKNOWN, Ordering::Relaxed);
     BELL.reset();
     let _ = RING_DETECT.set(cfg.ssc.detect);
@@ -781,7 +782,11 @@ pub fn start(
             let mut quiet_rounds = 0u32;
             loop {
                 if BELL.sleep(sleep, sleep > IDLE_TICK_MAX) == Woke::Exit {
-                    last_round();
+                    let after = AFTER_LAST_ROUND
+                        .lock()
+                        .unwrap_or_else(|poisoned| poisoned.into_inner())
+                        .take();
+                    last_round(after);
                     BELL.answer();
                     return;
                 }
@@ -897,14 +902,12 @@ static AFTER_LAST_ROUND: Mutex<Option<fn()>> = Mutex::new(None);
 /// wait this long, and then the last round's lines are lost.
 const LAST_ROUND_WAIT: Duration = Duration::from_secs(1);
 
-fn last_round() {
+/// The last round: a tick that may open files, then `after`.
+fn last_round(after: Option<fn()>) {
     if let Some(m) = lock_monitor().as_mut() {
+        m.set_files(Files::Open);
         m.tick();
     }
-    let after = AFTER_LAST_ROUND
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-        .take();
     if let Some(after) = after {
         after();
     }
@@ -930,13 +933,7 @@ pub fn final_flush(after: Option<fn()>) {
     // Acquire: pairs with the monitor thread's Release.
     if TABLE.load(Ordering::Acquire) == TABLE_SHARED {
         // Its files would be in the program's table anyway.
-        if let Some(m) = lock_monitor().as_mut() {
-            m.set_files(Files::Open);
-            m.tick();
-        }
-        if let Some(after) = after {
-            after();
-        }
+        last_round(after);
         return;
     }
     *AFTER_LAST_ROUND

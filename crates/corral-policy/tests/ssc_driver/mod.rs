@@ -15,6 +15,22 @@ pub(crate) const PROGRAM: u64 = 0xC0FFEE;
 /// far above any preset's hand-off test.
 pub(crate) const HANDOFFS: u64 = SLICE / 1_000;
 
+/// An on-CPU slice of [`SLICE`] on `core` that waited `lock_wait` over
+/// `waits` contended acquisitions: no yields, not real-time (the fields a
+/// test varies are set with struct-update syntax).
+pub(crate) fn cpu_slice(core: CoreId, lock_wait: Nanos, waits: u64) -> SliceObs {
+    SliceObs {
+        core,
+        slice_len: SLICE,
+        lock_wait,
+        waits,
+        attempts: 0,
+        yields: 0,
+        wall_len: 0,
+        realtime: false,
+    }
+}
+
 /// A round-robin driver: threads take turns running one slice each.
 pub(crate) struct Driver {
     pub ctl: SscController,
@@ -69,20 +85,9 @@ impl Driver {
             let mut thread = driver.ctl.register_thread(PROGRAM, 0);
             let core = (n_cores - 1 - (i as u32 % n_cores)) as CoreId;
             driver.ctl.begin_slice(&mut thread, 0);
-            let out = driver.ctl.on_slice_end(
-                &mut thread,
-                SliceObs {
-                    core,
-                    slice_len: SLICE,
-                    lock_wait: SLICE,
-                    waits: HANDOFFS,
-                    attempts: 0,
-                    yields: 0,
-                    wall_len: 0,
-                    realtime: false,
-                },
-                0,
-            );
+            let out = driver
+                .ctl
+                .on_slice_end(&mut thread, cpu_slice(core, SLICE, HANDOFFS), 0);
             assert_ne!(thread.is_mig, MigState::General, "{out:?}");
             driver.loads[core as usize] += 1;
             driver.core_of.push(core);
@@ -112,16 +117,7 @@ impl Driver {
         }
         self.ctl.begin_slice(thread, self.now);
         self.now += STEP;
-        let obs = SliceObs {
-            core: self.core_of[i],
-            slice_len: SLICE,
-            lock_wait: wait(thread.record_bound),
-            waits: HANDOFFS,
-            attempts: 0,
-            yields: 0,
-            wall_len: 0,
-            realtime: false,
-        };
+        let obs = cpu_slice(self.core_of[i], wait(thread.record_bound), HANDOFFS);
         let out = self.ctl.on_slice_end(thread, obs, self.now);
         if let Some(decision) = out.decision {
             self.log.push(decision);
