@@ -38,10 +38,13 @@ THE PROGRAMS (Debian packages; scripts/ci-deps.sh installs them)
                     Throughput: events/s over sysbench's total time.
   stress-ng-mutex   stress-ng --mutex N: N processes, each of two threads that
                     lock one mutex, change their SCHED_FIFO priority (as root)
-                    and yield inside it. Throughput: bogo-ops/s from its --yaml.
-                    As root, once its real-time threads outnumber the CPUs the
-                    kernel's real-time throttling shapes this figure as much
-                    as the locks do.
+                    and yield inside it. Run for whole seconds (--timeout, the
+                    nearest to --duration-ms, at least 1): with a fixed number
+                    of ops its end is racy and idles up to 1 s, under glibc
+                    too. Throughput: bogo-ops over its own wall-clock time,
+                    from its --yaml. As root, its real-time threads compete
+                    with the kernel's real-time throttling, so its figures
+                    vary up to 2x from run to run under glibc too.
   pigz              pigz -1 -b 32: the fastest level and smallest blocks, so its
                     mutex/condition-variable work queues hand off as often as
                     pigz allows. Throughput: input MB/s over the wall time.
@@ -62,7 +65,8 @@ THE COLUMNS
 HOW A POINT IS MEASURED
   For each program and thread count the glibc run is timed first to pick an
   amount of work that takes about --duration-ms; every column then does that
-  same work, so CPU seconds compare directly. CPU is user+sys of the program and
+  same work, so CPU seconds compare directly (stress-ng runs for a time, and its
+  CPU is compared per op done). CPU is user+sys of the program and
   its children (getrusage). A run longer than 20x --duration-ms + 10 s is killed
   and shown as `timeout`; one that fails is shown as `failed`. Other load on
   the machine moves every figure: the load average is printed at both ends.

@@ -97,7 +97,10 @@ impl Bench<'_> {
     /// `sysbench threads` has at 2 threads, would otherwise leave every
     /// column a run of a few milliseconds, all start-up).
     pub(super) fn calibrate(&self, app: App, threads: u32, target: f64) -> Result<u64, CliError> {
-        size_work(app.first_work(threads), target, |work| {
+        if let Some(seconds) = app.seconds_of_work(target) {
+            return Ok(seconds);
+        }
+        size_work(app.first_work(), target, |work| {
             let s = self.sample(app, Column::Glibc, threads, work)?;
             if s.status != Status::Ok {
                 return Err(CliError(format!(

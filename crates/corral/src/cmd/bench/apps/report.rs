@@ -54,9 +54,13 @@ pub(crate) struct AppPoint {
     pub(crate) timed_s: Option<f64>,
     /// User+sys CPU time of the program and its children (median).
     pub(crate) cpu_s: f64,
+    /// The units of work a run did (median): the work given, except for a
+    /// program run for a time (stress-ng), where it is what got done.
+    pub(crate) units: Option<f64>,
     /// Throughput over glibc's at the same thread count.
     pub(crate) ratio_vs_glibc: Option<f64>,
-    /// CPU time over glibc's for the same work.
+    /// CPU time per unit of work over glibc's (for a fixed amount of work,
+    /// simply CPU time over glibc's).
     pub(crate) cpu_ratio_vs_glibc: Option<f64>,
     /// The work each run was given (locks, events, ops, copies or runs).
     pub(crate) work: u64,
@@ -132,6 +136,7 @@ pub(super) fn point(
     let timed_s =
         (status == Status::Ok).then(|| median(ok.iter().map(|s| s.done.seconds).collect()));
     let cpu_s = median(samples.iter().map(|s| s.cpu_s).collect());
+    let units = (status == Status::Ok).then(|| median(ok.iter().map(|s| s.done.units).collect()));
     let base = glibc.filter(|g| g.status == Status::Ok);
     AppPoint {
         app,
@@ -150,11 +155,12 @@ pub(super) fn point(
         wall_s,
         timed_s,
         cpu_s,
+        units,
         ratio_vs_glibc: base
             .and_then(|g| Some(throughput? / g.throughput?.max(1e-12)))
             .or_else(|| (column == Column::Glibc && status == Status::Ok).then_some(1.0)),
         cpu_ratio_vs_glibc: (status == Status::Ok)
-            .then(|| base.map(|g| cpu_s / g.cpu_s.max(1e-9)))
+            .then(|| base.map(|g| cpu_per_unit(cpu_s, units) / cpu_per_unit(g.cpu_s, g.units)))
             .flatten()
             .or_else(|| (column == Column::Glibc).then_some(1.0)),
         work,
@@ -162,6 +168,11 @@ pub(super) fn point(
         ssc_bound: samples.last().and_then(|s| s.ssc_bound),
         detail: samples.iter().find_map(|s| s.detail.clone()),
     }
+}
+
+/// CPU seconds per unit of work (per run where no work was counted).
+fn cpu_per_unit(cpu_s: f64, units: Option<f64>) -> f64 {
+    cpu_s.max(1e-9) / units.filter(|&u| u > 0.0).unwrap_or(1.0)
 }
 
 /// Why a default point loses, if it does.
@@ -263,7 +274,11 @@ pub(super) fn print_app(app: App, points: &[AppPoint], threads: &[u32], columns:
         }
         println!("{row}");
     }
-    println!("CPU seconds, user+sys, same work in every column (ratio to glibc)");
+    if app.seconds_of_work(1.0).is_some() {
+        println!("CPU seconds, user+sys, in runs of the same length (ratio to glibc per unit of work done)");
+    } else {
+        println!("CPU seconds, user+sys, same work in every column (ratio to glibc)");
+    }
     header();
     for &n in threads {
         let mut row = format!("{n:>7}");
@@ -342,12 +357,13 @@ pub(super) fn verdict(losses: &[String], measured: usize) -> String {
 mod tests {
     use super::*;
 
+    /// A point that did glibc's 100 units at `thr` units a second.
     fn p(config: Column, status: Status, thr: f64, cpu: f64) -> AppPoint {
         let s = Sample {
             status,
             done: Done {
-                units: thr,
-                seconds: 1.0,
+                units: 100.0,
+                seconds: 100.0 / thr.max(1e-9),
             },
             wall_s: 1.0,
             cpu_s: cpu,
@@ -425,6 +441,51 @@ mod tests {
         let failed = p(Column::Default, Status::Failed, 0.0, 1.0);
         assert_eq!(failed.throughput, None);
         assert_eq!(failed.ratio_vs_glibc, None);
+    }
+
+    #[test]
+    fn cpu_is_compared_per_unit_of_work_done() {
+        let run = |units: f64, cpu_s: f64| Sample {
+            status: Status::Ok,
+            done: Done {
+                units,
+                seconds: 1.0,
+            },
+            wall_s: 1.0,
+            cpu_s,
+            ssc_bound: None,
+            detail: None,
+        };
+        let glibc = point(
+            App::StressNgMutex,
+            4,
+            Column::Glibc,
+            1,
+            &[run(100.0, 1.0)],
+            None,
+        );
+        // Twice the operations in the same second at twice the CPU: the
+        // same cost per operation, and twice the throughput.
+        let faster = point(
+            App::StressNgMutex,
+            4,
+            Column::Default,
+            1,
+            &[run(200.0, 2.0)],
+            Some(&glibc),
+        );
+        assert_eq!(faster.ratio_vs_glibc, Some(2.0));
+        assert_eq!(faster.cpu_ratio_vs_glibc, Some(1.0));
+        let costly = point(
+            App::StressNgMutex,
+            4,
+            Column::Default,
+            1,
+            &[run(100.0, 1.5)],
+            Some(&glibc),
+        );
+        assert_eq!(costly.cpu_ratio_vs_glibc, Some(1.5));
+        assert_eq!(loss_of(&costly).unwrap(), "cpu 1.50x at throughput 1.00x");
     }
 
     #[test]

@@ -127,7 +127,10 @@ pub(super) fn calibrate(
     threads: u32,
     run_ms: u64,
 ) -> Result<u64, CliError> {
-    let mut work = app.first_work(count_arg(app, threads));
+    if let Some(seconds) = app.seconds_of_work(run_ms as f64 / 1e3) {
+        return Ok(seconds);
+    }
+    let mut work = app.first_work();
     for _ in 0..6 {
         let t0 = std::time::Instant::now();
         run_one(fx, lib, app, threads, work, None)?;
