@@ -111,9 +111,9 @@ pub struct ThreadRecord {
     pub contended: AtomicU64,
     /// Slices (accounting windows) closed for this thread.
     pub slices: AtomicU64,
-    /// Lock-wait share of the last closed slice, in millionths: over its
-    /// wall span where that is longer than its CPU time, as qualification
-    /// measures it.
+    /// Lock-wait share of the last closed slice, in millionths: over the
+    /// time its thread ran or waited for a lock, as qualification measures
+    /// it (`corral_policy::detect::active_span`).
     pub last_share_ppm: AtomicU32,
     /// Calls to `sched_yield` and `pthread_yield` the monitor saw, stopping
     /// at `u32::MAX` (what "kept off the SSC: they yield as often as they

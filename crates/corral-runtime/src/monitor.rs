@@ -465,7 +465,7 @@ impl Monitor {
         let yields = core::mem::take(&mut track.window_yields);
         let realtime = self.ctrl.is_some() && corral_locks::sys::sched::is_realtime(track.tid);
         let wall_len = now.saturating_sub(track.window_wall_start);
-        // The share the policy qualifies on: over the window's wall span.
+        // The share the policy qualifies on (see `detect::active_span`).
         let share = corral_policy::detect::span_share(lock_wait, slice_len, wall_len);
         track.last_share_ppm = (share * 1e6) as u32;
         track.slices += 1;

@@ -71,9 +71,10 @@ fn a_waiting_thread_qualifies_and_is_placed_on_the_ssc_and_others_on_the_rest() 
     {
         std::thread::yield_now();
     }
-    // Qualification is over the window's wall span, which a loaded machine
-    // stretches past 19 ms: the hot thread (parked now, so no other
-    // writer) also waited the whole span, as a sleeper on a lock does.
+    // Qualification is over the time a thread ran or waited, which a
+    // loaded machine stretches past 19 ms: the hot thread (parked now, so
+    // no other writer) also waited the whole span, as a sleeper on a lock
+    // does.
     let span = opened.elapsed().as_nanos() as u64;
     registry::slot(hot)
         .wait
@@ -163,17 +164,21 @@ fn lca_monitor(slice_ns: u64) -> Monitor {
 }
 
 #[test]
-fn the_wait_share_is_over_the_window_s_wall_span() {
+fn the_wait_share_is_over_the_time_the_thread_ran_or_waited() {
     let ms = 1_000_000;
     let mut m = lca_monitor(ms);
-    // 1 ms on the CPU in 10 ms, 0.5 ms of it waiting for a lock, the rest
-    // asleep on a condition variable (git grep's producer): 5% of the
-    // wall span, though half its CPU time.
-    let sleeper = one_slice(&mut m, 0, 1_000_001, ms, 10 * ms, ms / 2);
+    // 1 ms on the CPU in 10 ms, 50 us of it waiting for a lock, the rest
+    // asleep on a condition variable: under 5% of the 1.05 ms it ran or
+    // waited.
+    let sleeper = one_slice(&mut m, 0, 1_000_001, ms, 10 * ms, ms / 20);
     assert_eq!(sleeper, Observed::Placed(Placement::Unconfined));
     assert_eq!(m.controller().unwrap().lock_intensive(), 0);
+    // 1 ms on the CPU in 10 ms, 0.5 ms waiting, ready to run the rest on a
+    // crowded core: a third of what it ran or waited, though 5% of the span.
+    let crowded = one_slice(&mut m, 1, 1_000_002, ms, 10 * ms, ms / 2);
+    assert_eq!(crowded, Observed::Placed(Placement::Ssc));
     // 1 ms on the CPU in 1.6 ms, 1 ms waiting: 62% of its wall span.
-    let waiter = one_slice(&mut m, 1, 1_000_002, ms, ms * 16 / 10, ms);
+    let waiter = one_slice(&mut m, 2, 1_000_003, ms, ms * 16 / 10, ms);
     assert_eq!(waiter, Observed::Placed(Placement::Ssc));
 }
 

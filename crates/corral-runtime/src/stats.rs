@@ -215,8 +215,8 @@ pub struct ThreadSnapshot {
     pub contended: u64,
     /// Accounting windows closed.
     pub slices: u64,
-    /// Share of the last closed window (over its wall span, as qualification
-    /// measures it).
+    /// Share of the last closed window (over the time its thread ran or
+    /// waited for a lock, as qualification measures it).
     pub last_share: f64,
     /// Calls to `sched_yield` and `pthread_yield` (stopping at `u32::MAX`).
     pub yields: u64,
