@@ -168,22 +168,25 @@ pub fn handoffs_could_qualify(
     waits > 0 && handoffs_cost_over(params, waits, wall_len as f64 * f64::from(cpus))
 }
 
-/// Should a thread that waited `wait_ns` of the `span_ns` since its driver
-/// last looked call it to look now? A driver that sleeps long while
-/// nothing qualifies (a dozing monitor) is called once the span is as long
-/// as its regular rounds (`round_ns`) and the waits are over
-/// [`DetectParams::qualify_share`] of such a round: contention that starts
-/// is seen about as soon as those rounds would have seen it (a share of the
-/// whole long span would take a tenth of it), and waits call no more often
-/// than the rounds came.
+/// Should a thread that waited `wait_ns` in `waits` contended acquisitions
+/// over the `span_ns` since its driver last looked call it to look now? A
+/// driver that sleeps while nothing qualifies (a monitor between quiet
+/// rounds) is called once the span reaches `round_ns`, the waits are over
+/// [`DetectParams::qualify_share`] of such a round, and their hand-offs
+/// would cost over that share of it too ([`qualifies`]'s two tests, on one
+/// round): contention that starts is seen within `round_ns`, and waits that
+/// could never qualify a thread (long but few: git grep's) call nobody.
 #[inline]
 pub fn waits_call_for_a_look(
     params: &DetectParams,
     wait_ns: Nanos,
+    waits: u64,
     span_ns: Nanos,
     round_ns: Nanos,
 ) -> bool {
-    span_ns >= round_ns && wait_ns as f64 > params.qualify_share * round_ns as f64
+    span_ns >= round_ns
+        && wait_ns as f64 > params.qualify_share * round_ns as f64
+        && handoffs_cost_over(params, waits, round_ns as f64)
 }
 
 /// Does a slice with `attempts` lock attempts and `yields` calls to
@@ -441,15 +444,23 @@ mod tests {
     }
 
     #[test]
-    fn a_dozing_driver_is_called_by_waits_that_could_qualify_and_no_sooner_than_its_rounds() {
+    fn a_sleeping_driver_is_called_by_waits_that_could_qualify_and_no_sooner_than_its_rounds() {
         let p = DetectParams::default();
         let ms = 1_000_000;
         // Waiting most of a round: called once the span is a round long.
-        assert!(waits_call_for_a_look(&p, 15 * ms, 16 * ms, 16 * ms));
-        assert!(!waits_call_for_a_look(&p, 8 * ms, 8 * ms, 16 * ms));
+        assert!(waits_call_for_a_look(&p, 3 * ms, 1, 4 * ms, 4 * ms));
+        assert!(!waits_call_for_a_look(&p, 3 * ms, 1, 3 * ms, 4 * ms));
         // A long doze: a round's share of waiting calls at once.
-        assert!(waits_call_for_a_look(&p, 2 * ms, 200 * ms, 16 * ms));
+        assert!(waits_call_for_a_look(&p, ms, 1, 200 * ms, 4 * ms));
         // Waits under a round's share call nobody, however long the doze.
-        assert!(!waits_call_for_a_look(&p, ms, 1000 * ms, 16 * ms));
+        assert!(!waits_call_for_a_look(&p, ms / 4, 1, 1000 * ms, 4 * ms));
+        // With a hand-off cost (user space), few waits call nobody: 2 us
+        // each must pass 10% of a 4 ms round, so over 200.
+        let user = DetectParams {
+            handoff_ns: 2_000,
+            ..p
+        };
+        assert!(!waits_call_for_a_look(&user, 3 * ms, 200, 4 * ms, 4 * ms));
+        assert!(waits_call_for_a_look(&user, 3 * ms, 201, 4 * ms, 4 * ms));
     }
 }

@@ -2,8 +2,9 @@
 //! it early: the program's exit, for the last round (final stats, the
 //! log's last lines, the lock profile's maps copy), which it runs in its own
 //! descriptor table (see [`corral_locks::sys::fdtable`]) rather than the
-//! exiting thread in the program's; and, while it dozes (a long sleep with
-//! nothing to manage), a thread whose waits could qualify it.
+//! exiting thread in the program's; and, while it listens (a sleep after a
+//! round that found nothing to manage), a thread whose waits could qualify
+//! it.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
@@ -14,7 +15,7 @@ use corral_locks::sys::futex::{self, Sharing, WAKE_ALL};
 const QUIET: u32 = 0;
 const ASKED: u32 = 1;
 const DONE: u32 = 2;
-const DOZING: u32 = 3;
+const LISTENING: u32 = 3;
 const RUNG: u32 = 4;
 
 /// Why the monitor's sleep ended.
@@ -49,13 +50,13 @@ impl Doorbell {
     }
 
     /// The monitor's pause between rounds: sleeps `pause` unless the exit
-    /// asks first, or, where `dozing`, a waiting thread rings.
-    pub fn sleep(&self, pause: Duration, dozing: bool) -> Woke {
-        if dozing {
+    /// asks first, or, where `listening`, a waiting thread rings.
+    pub fn sleep(&self, pause: Duration, listening: bool) -> Woke {
+        if listening {
             // Relaxed: the bell's own state; nothing else is published.
-            let _ = self
-                .word
-                .compare_exchange(QUIET, DOZING, Ordering::Relaxed, Ordering::Relaxed);
+            let _ =
+                self.word
+                    .compare_exchange(QUIET, LISTENING, Ordering::Relaxed, Ordering::Relaxed);
         }
         let deadline = monotonic_ns().saturating_add(pause.as_nanos() as u64);
         loop {
@@ -81,7 +82,7 @@ impl Doorbell {
             if now >= deadline {
                 // Relaxed: the bell's own state, as above.
                 match self.word.compare_exchange(
-                    DOZING,
+                    LISTENING,
                     QUIET,
                     Ordering::Relaxed,
                     Ordering::Relaxed,
@@ -94,22 +95,22 @@ impl Doorbell {
         }
     }
 
-    /// Whether the monitor dozes (a waiting thread's look before [`ring`]).
+    /// Whether the monitor listens for a ring (a waiting thread's look before [`ring`]).
     ///
     /// [`ring`]: Doorbell::ring
     #[inline]
-    pub fn dozing(&self) -> bool {
+    pub fn listening(&self) -> bool {
         // Relaxed: a hint; `ring` decides.
-        self.word.load(Ordering::Relaxed) == DOZING
+        self.word.load(Ordering::Relaxed) == LISTENING
     }
 
-    /// Wakes a dozing monitor (once: the first ringer wakes it).
+    /// Wakes a listening monitor (once: the first ringer wakes it).
     #[cold]
     pub fn ring(&self) {
         // Relaxed: the round it starts reads the counters on its own.
         if self
             .word
-            .compare_exchange(DOZING, RUNG, Ordering::Relaxed, Ordering::Relaxed)
+            .compare_exchange(LISTENING, RUNG, Ordering::Relaxed, Ordering::Relaxed)
             .is_ok()
         {
             futex::wake(&self.word, 1, Sharing::Private);
@@ -208,11 +209,14 @@ mod tests {
     fn an_unrung_sleep_lasts_its_pause() {
         let bell = Doorbell::new();
         assert_eq!(bell.sleep(Duration::from_millis(1), true), Woke::Timeout);
-        assert!(!bell.dozing(), "a dozing pause that ended unrung is over");
+        assert!(
+            !bell.listening(),
+            "a listening pause that ended unrung is over"
+        );
     }
 
     #[test]
-    fn a_ring_wakes_only_a_dozing_monitor_and_only_once() {
+    fn a_ring_wakes_only_a_listening_monitor_and_only_once() {
         let bell = Arc::new(Doorbell::new());
         bell.ring();
         assert_eq!(
@@ -224,13 +228,13 @@ mod tests {
             let bell = bell.clone();
             std::thread::spawn(move || bell.sleep(Duration::from_secs(600), true))
         };
-        while !bell.dozing() {
+        while !bell.listening() {
             std::thread::yield_now();
         }
         bell.ring();
         bell.ring();
         assert_eq!(monitor.join().unwrap(), Woke::Rung);
-        assert!(!bell.dozing());
+        assert!(!bell.listening());
         assert_eq!(
             bell.sleep(Duration::ZERO, false),
             Woke::Timeout,
@@ -239,7 +243,7 @@ mod tests {
     }
 
     #[test]
-    fn an_exit_wakes_a_dozing_monitor() {
+    fn an_exit_wakes_a_listening_monitor() {
         let bell = Arc::new(Doorbell::new());
         let monitor = {
             let bell = bell.clone();
@@ -249,7 +253,7 @@ mod tests {
                 woke
             })
         };
-        while !bell.dozing() {
+        while !bell.listening() {
             std::thread::yield_now();
         }
         assert!(bell.ask(Duration::from_secs(600)));

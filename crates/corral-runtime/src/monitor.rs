@@ -780,8 +780,10 @@ pub fn start(
             let _ = ticks_to_ns(1);
             let mut sleep = tick;
             let mut quiet_rounds = 0u32;
+            let mut listen = false;
             loop {
-                if BELL.sleep(sleep, sleep > IDLE_TICK_MAX) == Woke::Exit {
+                let woke = BELL.sleep(sleep, listen);
+                if woke == Woke::Exit {
                     let after = AFTER_LAST_ROUND
                         .lock()
                         .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -807,18 +809,25 @@ pub fn start(
                 // then one every DOZE_MAX, not every tick: each round reads
                 // every thread's CPU clock and wakes the monitor (with many
                 // processes of few threads, stress-ng's, the wake-ups were a
-                // fifth of the CPU time). Dozing, a waiting thread whose
-                // waits could qualify it rings (`after_wait`); heavy waits
+                // fifth of the CPU time). After a quiet round, dozing or
+                // not, a waiting thread whose waits could qualify it rings
+                // (`after_wait`, within ONSET_LOOK); heavy waits
                 // (hand-offs that could qualify a thread) and policy ca's
                 // clustering keep the rounds at IDLE_TICK_MAX.
                 // Only after DOZE_AFTER_QUIET_ROUNDS quiet rounds: a program
                 // contended from its start (sysbench's threads block behind
                 // its barrier, then all contend) is searched for at once.
-                quiet_rounds = if pace == Pace::Idle && !heavy {
+                let quiet = pace == Pace::Idle && !heavy;
+                quiet_rounds = if quiet {
                     quiet_rounds.saturating_add(1)
                 } else {
                     0
                 };
+                // After a quiet round a waiting thread may ring, unless
+                // this round was its ring and found nothing (the next
+                // sleep is then a whole one: a thread whose waits sit near
+                // the line rings at most every other round).
+                listen = quiet && woke != Woke::Rung;
                 let idle_max = if doze && quiet_rounds >= DOZE_AFTER_QUIET_ROUNDS {
                     DOZE_MAX
                 } else {
@@ -858,7 +867,7 @@ const TABLE_OWN: u32 = 1;
 const TABLE_SHARED: u32 = 2;
 
 /// Rung by the program's exit for the last round, and by a waiting thread
-/// while the monitor dozes.
+/// while the monitor listens (it sleeps after a quiet round).
 static BELL: Doorbell = Doorbell::new();
 
 /// When the monitor's last round began (monotonic ns).
@@ -868,12 +877,19 @@ static LAST_LOOK_NS: AtomicU64 = AtomicU64::new(0);
 /// monitor's: a forked child's has the same configuration).
 static RING_DETECT: OnceLock<corral_policy::detect::DetectParams> = OnceLock::new();
 
-/// Called by a thread after each contended wait: rings a dozing monitor
-/// if its waits since the monitor's last round could qualify it
-/// ([`corral_policy::detect::waits_call_for_a_look`]).
+/// How soon after a quiet round a waiting thread may ring the monitor: the
+/// longest contention that starts can go unseen (not [`IDLE_TICK_MAX`]:
+/// sysbench mutex at 64 threads runs at a fifth of its settled rate until
+/// it is seen).
+pub const ONSET_LOOK: Duration = Duration::from_millis(4);
+
+/// Called by a thread after each contended wait: rings a monitor that
+/// listens (it sleeps after a quiet round) if the thread's waits since the
+/// monitor's last round could qualify it
+/// ([`corral_policy::detect::waits_call_for_a_look`] over [`ONSET_LOOK`]).
 #[inline]
 pub fn after_wait() {
-    if BELL.dozing() {
+    if BELL.listening() {
         ring_if_waits_qualify();
     }
 }
@@ -886,10 +902,10 @@ fn ring_if_waits_qualify() {
     // Relaxed: a rough span; the round it may start measures its own.
     let span = monotonic_ns().saturating_sub(LAST_LOOK_NS.load(Ordering::Relaxed));
     // The counter the monitor takes each round: waits since that round.
-    let (wait_ticks, _) = corral_locks::wait::thread_counter().snapshot();
-    let span_min = IDLE_TICK_MAX.as_nanos() as u64;
-    if corral_policy::detect::waits_call_for_a_look(params, ticks_to_ns(wait_ticks), span, span_min)
-    {
+    let (wait_ticks, waits) = corral_locks::wait::thread_counter().snapshot();
+    let round = ONSET_LOOK.as_nanos() as u64;
+    let wait_ns = ticks_to_ns(wait_ticks);
+    if corral_policy::detect::waits_call_for_a_look(params, wait_ns, waits, span, round) {
         BELL.ring();
     }
 }
