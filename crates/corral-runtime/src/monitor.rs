@@ -138,6 +138,8 @@ pub struct Monitor {
     progress: u64,
     /// Lock waits seen this tick (any thread).
     waits_this_tick: u64,
+    /// Of them, by threads that run on the SSC (the rest run off it).
+    waits_on_ssc_this_tick: u64,
     /// When the last round ran, and whether its waits could qualify a
     /// thread ([`corral_policy::detect::handoffs_could_qualify`]).
     last_tick_ns: u64,
@@ -188,6 +190,7 @@ impl Monitor {
             program: std::cell::OnceCell::new(),
             progress: 0,
             waits_this_tick: 0,
+            waits_on_ssc_this_tick: 0,
             last_tick_ns: 0,
             heavy_waits: false,
             series: (0, 0),
@@ -237,6 +240,7 @@ impl Monitor {
     /// is needed (see [`Pace`]).
     pub fn tick(&mut self) -> Pace {
         self.waits_this_tick = 0;
+        self.waits_on_ssc_this_tick = 0;
         let now = self.now();
         let t_ms = now as f64 / 1e6;
         for i in 0..registry::slots_in_use() {
@@ -249,6 +253,8 @@ impl Monitor {
         if let Some(ctrl) = &self.ctrl {
             // Measured progress lets the search compare K(n) rather than
             // the n(1 - p) estimate (see SscParams::use_progress).
+            let on = self.waits_on_ssc_this_tick;
+            ctrl.observe_waits(self.waits_this_tick - on, on);
             let by_time = ctrl.observe_progress(std::mem::take(&mut self.progress), now);
             for d in [by_time, ctrl.tick(now)].into_iter().flatten() {
                 self.log(Event::from_decision(t_ms, &d));
@@ -390,6 +396,9 @@ impl Monitor {
             return Observed::Unmanaged;
         }
         self.waits_this_tick += sample.waits;
+        if sample.applied == Placement::Ssc {
+            self.waits_on_ssc_this_tick += sample.waits;
+        }
         let attempts = sample.attempts.wrapping_sub(track.attempts_seen);
         self.progress += attempts;
         self.series.0 += attempts;

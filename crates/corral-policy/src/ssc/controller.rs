@@ -33,6 +33,8 @@ impl SscController {
             progress: AtomicU64::new(0),
             progress_since: AtomicU64::new(now.saturating_add(params.vote_warmup)),
             progress_reported: AtomicBool::new(false),
+            round_waits_off: AtomicU64::new(0),
+            round_waits_on: AtomicU64::new(0),
             load_floor: AtomicU32::new(1),
             last_p: AtomicU64::new(0f64.to_bits()),
             baseline_rate: AtomicU64::new(0f64.to_bits()),
@@ -335,6 +337,19 @@ impl SscController {
     #[inline]
     pub(super) fn measures_progress(&self) -> bool {
         self.params.use_progress && self.progress_reported.load(HINT)
+    }
+
+    /// Contended acquisitions since the last call by threads running off
+    /// the SSC (`off`) and on it (`on`), as the driver places them: a
+    /// confined round in which most waits are still off the SSC measures
+    /// a mix of bounds (see `SscParams::mixed_waits_off_ssc`).
+    pub fn observe_waits(&self, off: u64, on: u64) {
+        if off > 0 {
+            self.round_waits_off.fetch_add(off, HINT);
+        }
+        if on > 0 {
+            self.round_waits_on.fetch_add(on, HINT);
+        }
     }
 
     /// Progress report from the driver: `count` units of useful work (lock

@@ -223,6 +223,10 @@ pub struct SscController {
     progress_since: AtomicU64,
     /// Whether the driver reports progress at all.
     progress_reported: AtomicBool,
+    /// Contended acquisitions this round by threads off the SSC and on it
+    /// (see `observe_waits`).
+    round_waits_off: AtomicU64,
+    round_waits_on: AtomicU64,
     /// Cores needed to keep SSC run queues short (growth on load); 1 if off.
     load_floor: AtomicU32,
     /// p of the last determination, as f64 bits (migrate-back compares with it).
@@ -320,6 +324,8 @@ impl SscController {
         let measured = self
             .measures_progress()
             .then(|| progress as f64 * 1e6 / elapsed.max(1) as f64);
+        let off = self.round_waits_off.swap(0, HINT);
+        let on = self.round_waits_on.swap(0, HINT);
         let round = Round {
             measured,
             bound,
@@ -327,6 +333,15 @@ impl SscController {
             max_bound: self.max_bound(),
             min_bound: self.load_floor.load(HINT).max(1),
             useful_perc: 1.0 - p.min(1.0),
+            // Only waits that could qualify a thread count (a program that
+            // needs its cores waits seldom: git grep's 2-20 a ms).
+            waits_off_ssc: crate::detect::handoffs_could_qualify(
+                &self.params.detect,
+                off,
+                elapsed,
+                1,
+            )
+            .then(|| off as f64 / (off + on) as f64),
         };
         let step = voting.search.determine(&self.params, round);
         if voting.votes > 0 {

@@ -103,6 +103,24 @@ pub struct SscParams {
     /// The most rounds in a row `arrival_growth` may hold: a program whose
     /// threads keep arriving is still searched.
     pub arrival_hold_max: u32,
+    /// A searching round whose progress fell below this fraction of both
+    /// the best round at the same bound and the baseline on every core is
+    /// a stall, not a measure of the bound: it holds without counting, once
+    /// in a row. sysbench mutex at 64 threads on one core ran 100k locks a
+    /// ms, then a round of a 40 ms stall ran 9k, and as the round that
+    /// decided, it settled the program on every core at 0.4x for the rest
+    /// of its run. A bound that never did well is judged as before. 0 (the
+    /// papers): no such hold.
+    pub stall_fraction: f64,
+    /// A searching round at a confined bound in which more than this share
+    /// of the contended acquisitions were made off the SSC holds as an
+    /// arrival (under the same cap): the threads that contend were not all
+    /// moved yet, so it measures a mix of bounds. sysbench mutex at 64
+    /// threads: on one core with 50-60 of its threads qualified, waits
+    /// stayed at 2,800 a ms (against under 300 with all there) and progress
+    /// at every core's 45k a ms, and the search settled on every core. 0
+    /// (the papers): not looked at.
+    pub mixed_waits_off_ssc: f64,
     /// Compare measured progress (see `SscController::observe_progress`:
     /// lock acquisitions of the program's threads per unit time) instead of
     /// T(n) = n(1 - p(n)) once the driver reports any. Paper 1, footnote 1:
@@ -238,6 +256,8 @@ impl SscParams {
             // core, and the search settled unconfined at 0.4x.
             arrival_growth: 0.25,
             arrival_hold_max: 4,
+            stall_fraction: 1.0 / 3.0,
+            mixed_waits_off_ssc: 0.5,
             // 10 ms rounds of at least 400 attempts (noise about 5%).
             progress_round: 10_000_000,
             progress_round_min: 400,
@@ -299,6 +319,8 @@ impl Default for SscParams {
             unconfined_fall_rounds: 0,
             arrival_growth: 0.0,
             arrival_hold_max: 0,
+            stall_fraction: 0.0,
+            mixed_waits_off_ssc: 0.0,
             use_progress: true,
             // Up to 16 x 3 quiet slices: long against a search round.
             release_backoff_max: 4,

@@ -85,6 +85,9 @@ pub(crate) struct Round {
     /// Smallest allowed bound (load floor, at least 1).
     pub min_bound: u32,
     pub useful_perc: f64,
+    /// Share of the round's contended acquisitions made off the SSC, if
+    /// the driver reports them (`SscController::observe_waits`).
+    pub waits_off_ssc: Option<f64>,
 }
 
 impl Round {
@@ -166,6 +169,10 @@ pub struct SearchState {
     pub last_lock_intensive: u32,
     /// Rounds held in a row because threads were still arriving.
     pub arrival_holds: u32,
+    /// The best T counted at the current bound since it last moved.
+    pub bound_best: f64,
+    /// Rounds held in a row as stalls (`SscParams::stall_fraction`).
+    pub stall_holds: u32,
 }
 
 impl SearchState {
@@ -182,6 +189,8 @@ impl SearchState {
             rounds_settled: 0,
             last_lock_intensive: 0,
             arrival_holds: 0,
+            bound_best: 0.0,
+            stall_holds: 0,
         }
     }
 
@@ -208,13 +217,41 @@ impl SearchState {
         if self.arrivals_under_way(params, round) {
             return Step::hold(thro);
         }
-        match self.phase {
+        if self.stalled(params, thro) {
+            return Step::hold(thro);
+        }
+        let step = match self.phase {
             Phase::Baseline => self.baseline(params, round, thro),
             Phase::Climb => self.climb(params, round, work_cores, thro),
             Phase::Refine(refine) => self.refine_round(params, round, refine, thro),
             Phase::ProbeUnconfined(probe) => self.probe_round(params, round, probe, thro),
             Phase::Settled => self.adapt(params, round, work_cores, thro),
-        }
+        };
+        self.bound_best = match step.bound {
+            BoundMove::To(b) if b != round.bound => 0.0,
+            BoundMove::Restart => 0.0,
+            _ => self.bound_best.max(thro),
+        };
+        step
+    }
+
+    /// Whether this searching round is held as a stall
+    /// (`SscParams::stall_fraction`): far below both the best round at
+    /// this bound and the baseline on every core, and not right after
+    /// another such hold.
+    fn stalled(&mut self, params: &SscParams, thro: f64) -> bool {
+        let searching = matches!(
+            self.phase,
+            Phase::Climb | Phase::Refine(_) | Phase::ProbeUnconfined(_)
+        );
+        let low = |reference: f64| thro < params.stall_fraction * reference;
+        let stall = params.stall_fraction > 0.0
+            && searching
+            && self.stall_holds == 0
+            && low(self.bound_best)
+            && self.unconfined_thro.is_none_or(low);
+        self.stall_holds = if stall { self.stall_holds + 1 } else { 0 };
+        stall
     }
 
     /// Whether this round is held because lock-intensive threads were still
@@ -228,10 +265,15 @@ impl SearchState {
         );
         let grew =
             f64::from(round.lock_intensive) > f64::from(before) * (1.0 + params.arrival_growth);
+        // Threads still to move: most of the waits are off the SSC.
+        let unmoved = params.mixed_waits_off_ssc > 0.0
+            && round
+                .waits_off_ssc
+                .is_some_and(|s| s > params.mixed_waits_off_ssc);
         let hold = params.arrival_growth > 0.0
             && searching
             && round.bound < round.max_bound
-            && grew
+            && (grew || unmoved)
             && self.arrival_holds < params.arrival_hold_max;
         self.arrival_holds = if hold { self.arrival_holds + 1 } else { 0 };
         hold

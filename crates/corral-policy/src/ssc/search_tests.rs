@@ -13,6 +13,7 @@ fn round(bound: u32, lock_intensive: u32, measured: f64) -> Round {
         max_bound: 2,
         min_bound: 1,
         useful_perc: 0.0,
+        waits_off_ssc: None,
     }
 }
 
@@ -56,6 +57,96 @@ fn rounds_while_threads_still_arrive_do_not_count() {
         ..params
     };
     let (kinds, bound) = run(&counting, &rounds);
+    assert_eq!(bound, 2, "{kinds:?}");
+    assert!(kinds.contains(&DecisionKind::SettleUnconfined), "{kinds:?}");
+}
+
+#[test]
+fn one_stalled_round_does_not_send_a_confined_program_to_every_core() {
+    // sysbench mutex at 64 threads: 52k on both cores, 100k on one, then
+    // a round of a 40 ms stall at 9k, then 100k again.
+    let rounds = [
+        (30, 52_000.0),
+        (31, 100_000.0),
+        (31, 9_000.0),
+        (31, 100_000.0),
+        (31, 100_000.0),
+        (31, 100_000.0),
+    ];
+    let params = SscParams::user_space();
+    let (kinds, bound) = run(&params, &rounds);
+    assert_eq!(kinds[2], DecisionKind::Hold, "{kinds:?}");
+    assert_eq!(bound, 1, "{kinds:?}");
+    assert!(
+        !kinds.contains(&DecisionKind::SettleUnconfined),
+        "{kinds:?}"
+    );
+    // Counted, the stall decided.
+    let counted = SscParams {
+        stall_fraction: 0.0,
+        ..params
+    };
+    let (kinds, bound) = run(&counted, &rounds);
+    assert_eq!(kinds[2], DecisionKind::SettleUnconfined, "{kinds:?}");
+    assert_eq!(bound, 2, "{kinds:?}");
+    // A bound that never did well is judged at once: a program that needs
+    // its cores leaves one core on its first rounds there.
+    let needs_cores = [(8, 52_000.0), (8, 9_000.0), (8, 9_000.0), (8, 9_000.0)];
+    let (kinds, bound) = run(&params, &needs_cores);
+    assert_eq!(bound, 2, "{kinds:?}");
+    assert_eq!(kinds[1], DecisionKind::SettleUnconfined, "{kinds:?}");
+}
+
+/// Feeds `rounds` of (lock-intensive, measured, share of waits off the SSC)
+/// to a fresh search; returns the steps' kinds and the bound at the end.
+fn run_with_waits(params: &SscParams, rounds: &[(u32, f64, f64)]) -> (Vec<DecisionKind>, u32) {
+    let mut state = SearchState::for_params(params);
+    let mut bound = 2;
+    let mut kinds = Vec::new();
+    for &(lock_intensive, measured, off) in rounds {
+        let r = Round {
+            waits_off_ssc: Some(off),
+            ..round(bound, lock_intensive, measured)
+        };
+        let step = state.determine(params, r);
+        kinds.push(step.kind);
+        match step.bound {
+            BoundMove::To(b) => bound = b,
+            BoundMove::Restart => bound = 2,
+            BoundMove::Keep => {}
+        }
+    }
+    (kinds, bound)
+}
+
+#[test]
+fn a_confined_round_whose_waits_are_still_off_the_ssc_does_not_count() {
+    // sysbench mutex at 64 threads: 45k on both cores; on one core with
+    // 52-58 threads qualified, most waits still off it and 45k; once the
+    // last threads moved, 118k with the waits on the SSC.
+    let rounds = [
+        (50, 45_000.0, 0.5),
+        (52, 45_000.0, 0.9),
+        (55, 45_000.0, 0.9),
+        (58, 45_000.0, 0.8),
+        (60, 118_000.0, 0.1),
+        (60, 118_000.0, 0.1),
+        (60, 118_000.0, 0.1),
+    ];
+    let params = SscParams::user_space();
+    let (kinds, bound) = run_with_waits(&params, &rounds);
+    assert_eq!(bound, 1, "{kinds:?}");
+    assert_eq!(&kinds[1..4], &[DecisionKind::Hold; 3], "{kinds:?}");
+    assert!(
+        !kinds.contains(&DecisionKind::SettleUnconfined),
+        "{kinds:?}"
+    );
+    // Counted, the mixed rounds settled the program on every core.
+    let counted = SscParams {
+        mixed_waits_off_ssc: 0.0,
+        ..params
+    };
+    let (kinds, bound) = run_with_waits(&counted, &rounds);
     assert_eq!(bound, 2, "{kinds:?}");
     assert!(kinds.contains(&DecisionKind::SettleUnconfined), "{kinds:?}");
 }
