@@ -60,7 +60,8 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> FileError + '_ {
     }
 }
 
-fn euid() -> u32 {
+/// This process's effective user id.
+pub fn euid() -> u32 {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() }
 }

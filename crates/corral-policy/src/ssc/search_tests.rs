@@ -20,11 +20,36 @@ fn round(bound: u32, lock_intensive: u32, measured: f64) -> Round {
 /// Feeds `rounds` to a fresh search, moving the bound as each step says;
 /// returns the steps' kinds and the bound at the end.
 fn run(params: &SscParams, rounds: &[(u32, f64)]) -> (Vec<DecisionKind>, u32) {
+    drive(
+        params,
+        rounds.iter().map(|&(li, measured)| (li, measured, None)),
+    )
+}
+
+/// [`run`] with each round's share of waits off the SSC.
+fn run_with_waits(params: &SscParams, rounds: &[(u32, f64, f64)]) -> (Vec<DecisionKind>, u32) {
+    drive(
+        params,
+        rounds
+            .iter()
+            .map(|&(li, measured, off)| (li, measured, Some(off))),
+    )
+}
+
+/// Rounds of (lock-intensive, measured, share of waits off the SSC).
+fn drive(
+    params: &SscParams,
+    rounds: impl IntoIterator<Item = (u32, f64, Option<f64>)>,
+) -> (Vec<DecisionKind>, u32) {
     let mut state = SearchState::for_params(params);
     let mut bound = 2;
     let mut kinds = Vec::new();
-    for &(lock_intensive, measured) in rounds {
-        let step = state.determine(params, round(bound, lock_intensive, measured));
+    for (lock_intensive, measured, off) in rounds {
+        let r = Round {
+            waits_off_ssc: off,
+            ..round(bound, lock_intensive, measured)
+        };
+        let step = state.determine(params, r);
         kinds.push(step.kind);
         match step.bound {
             BoundMove::To(b) => bound = b,
@@ -95,28 +120,6 @@ fn one_stalled_round_does_not_send_a_confined_program_to_every_core() {
     let (kinds, bound) = run(&params, &needs_cores);
     assert_eq!(bound, 2, "{kinds:?}");
     assert_eq!(kinds[1], DecisionKind::SettleUnconfined, "{kinds:?}");
-}
-
-/// Feeds `rounds` of (lock-intensive, measured, share of waits off the SSC)
-/// to a fresh search; returns the steps' kinds and the bound at the end.
-fn run_with_waits(params: &SscParams, rounds: &[(u32, f64, f64)]) -> (Vec<DecisionKind>, u32) {
-    let mut state = SearchState::for_params(params);
-    let mut bound = 2;
-    let mut kinds = Vec::new();
-    for &(lock_intensive, measured, off) in rounds {
-        let r = Round {
-            waits_off_ssc: Some(off),
-            ..round(bound, lock_intensive, measured)
-        };
-        let step = state.determine(params, r);
-        kinds.push(step.kind);
-        match step.bound {
-            BoundMove::To(b) => bound = b,
-            BoundMove::Restart => bound = 2,
-            BoundMove::Keep => {}
-        }
-    }
-    (kinds, bound)
 }
 
 #[test]

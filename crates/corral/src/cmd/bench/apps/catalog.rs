@@ -154,7 +154,7 @@ impl App {
     /// The command line for `threads` threads and `work` units.
     pub(crate) fn argv(self, fx: &Fixture, threads: u32, work: u64) -> Vec<OsString> {
         let mut v: Vec<OsString> = Vec::new();
-        if self == App::StressNgMutex && running_as_root() {
+        if self == App::StressNgMutex && corral_runtime::files::euid() == 0 {
             v.extend(WITHOUT_REAL_TIME.map(OsString::from));
         }
         v.push(self.program().into());
@@ -306,13 +306,6 @@ const WITHOUT_REAL_TIME: [&str; 4] = [
     "--inh-caps=-sys_nice",
     "--",
 ];
-
-/// Whether this process runs as root (then stress-ng is run without
-/// CAP_SYS_NICE, see [`WITHOUT_REAL_TIME`]).
-fn running_as_root() -> bool {
-    // SAFETY: geteuid takes nothing and cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
 
 /// sysbench mutex's per-thread lock count for `work` in all.
 fn per_thread(work: u64, threads: u32) -> u64 {

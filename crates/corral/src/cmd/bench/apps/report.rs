@@ -464,26 +464,22 @@ mod tests {
             &[run(100.0, 1.0)],
             None,
         );
+        let default = |s: Sample| {
+            point(
+                App::StressNgMutex,
+                4,
+                Column::Default,
+                1,
+                &[s],
+                Some(&glibc),
+            )
+        };
         // Twice the operations in the same second at twice the CPU: the
         // same cost per operation, and twice the throughput.
-        let faster = point(
-            App::StressNgMutex,
-            4,
-            Column::Default,
-            1,
-            &[run(200.0, 2.0)],
-            Some(&glibc),
-        );
+        let faster = default(run(200.0, 2.0));
         assert_eq!(faster.ratio_vs_glibc, Some(2.0));
         assert_eq!(faster.cpu_ratio_vs_glibc, Some(1.0));
-        let costly = point(
-            App::StressNgMutex,
-            4,
-            Column::Default,
-            1,
-            &[run(100.0, 1.5)],
-            Some(&glibc),
-        );
+        let costly = default(run(100.0, 1.5));
         assert_eq!(costly.cpu_ratio_vs_glibc, Some(1.5));
         assert_eq!(loss_of(&costly).unwrap(), "cpu 1.50x at throughput 1.00x");
     }
