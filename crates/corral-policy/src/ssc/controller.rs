@@ -30,6 +30,7 @@ impl SscController {
             remig_next: AtomicU64::new(now.saturating_add(params.research_interval)),
             voted_slice: AtomicU64::new(0),
             settled_at: AtomicU64::new(now),
+            contended_since: AtomicU64::new(0),
             progress: AtomicU64::new(0),
             progress_since: AtomicU64::new(now.saturating_add(params.vote_warmup)),
             progress_reported: AtomicBool::new(false),
@@ -53,6 +54,7 @@ impl SscController {
     pub fn register_thread(&self, program_key: u64, now: Nanos) -> ThreadPolicyState {
         let bound = self.bound();
         let is_mig = if self.memory.contains(program_key) {
+            self.note_contended(now);
             MigState::QualifyToMigrate
         } else {
             MigState::General
@@ -67,6 +69,16 @@ impl SscController {
             realtime: false,
             yields_core: None,
         }
+    }
+
+    /// A thread qualified at `now`: the first one starts the program's
+    /// contended time (`SscParams::baseline_min_contended`).
+    #[cold]
+    fn note_contended(&self, now: Nanos) {
+        // Relaxed: a hint, as every field here; only the first store wins.
+        let _ = self
+            .contended_since
+            .compare_exchange(0, now.max(1), HINT, HINT);
     }
 
     /// The thread exits: it no longer counts as lock intensive.
@@ -247,6 +259,7 @@ impl SscController {
                     if thread.program_key != UNKNOWN_KEY {
                         self.memory.remember(thread.program_key);
                     }
+                    self.note_contended(now);
                     out.action = ThreadAction::Qualified;
                 }
             }

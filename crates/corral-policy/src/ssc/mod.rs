@@ -216,6 +216,8 @@ pub struct SscController {
     voted_slice: AtomicU64,
     /// Latest bound change (vote warm-up).
     settled_at: AtomicU64,
+    /// When the first thread qualified (0: none yet).
+    contended_since: AtomicU64,
     /// Progress reported since `progress_since` (see `observe_progress`).
     progress: AtomicU64,
     /// Start of the progress window: the end of the warm-up after the last
@@ -342,6 +344,17 @@ impl SscController {
                 1,
             )
             .then(|| off as f64 / (off + on) as f64),
+            heavy_handoffs: off + on == 0
+                || crate::detect::handoffs_could_qualify(
+                    &self.params.detect,
+                    off + on,
+                    elapsed,
+                    self.max_bound(),
+                ),
+            contended_for: match self.contended_since.load(HINT) {
+                0 => 0,
+                since => now.saturating_sub(since),
+            },
         };
         let step = voting.search.determine(&self.params, round);
         if voting.votes > 0 {

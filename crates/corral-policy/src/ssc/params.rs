@@ -121,6 +121,19 @@ pub struct SscParams {
     /// at every core's 45k a ms, and the search settled on every core. 0
     /// (the papers): not looked at.
     pub mixed_waits_off_ssc: f64,
+    /// Where the baseline round's contended acquisitions cost hand-offs
+    /// under the qualifying share of every core's time (what confinement
+    /// saves is then small), the baseline on every core holds (goes on
+    /// measuring) until the program has had a lock-intensive thread for
+    /// this long. A confined round costs a program that needs its cores a
+    /// warm-up and a round at a fraction of its speed, which a program
+    /// contended for less than about that long cannot earn back (rent
+    /// until the rent paid matches the price). git grep at 16-64 threads
+    /// lives 20-30 ms on 16 cores: it qualified, spent its last third on one
+    /// core and ran at 0.76-0.85x glibc. Heavy hand-offs (sysbench mutex:
+    /// thousands a ms) start the search at once. 0 (the papers): the
+    /// search starts at its first round.
+    pub baseline_min_contended: Nanos,
     /// Compare measured progress (see `SscController::observe_progress`:
     /// lock acquisitions of the program's threads per unit time) instead of
     /// T(n) = n(1 - p(n)) once the driver reports any. Paper 1, footnote 1:
@@ -258,6 +271,9 @@ impl SscParams {
             arrival_hold_max: 4,
             stall_fraction: 1.0 / 3.0,
             mixed_waits_off_ssc: 0.5,
+            // Two rounds and a warm-up: a wasted trial then costs a program
+            // that lives on at most about a third of its contended time.
+            baseline_min_contended: 24_000_000,
             // 10 ms rounds of at least 400 attempts (noise about 5%).
             progress_round: 10_000_000,
             progress_round_min: 400,
@@ -321,6 +337,7 @@ impl Default for SscParams {
             arrival_hold_max: 0,
             stall_fraction: 0.0,
             mixed_waits_off_ssc: 0.0,
+            baseline_min_contended: 0,
             use_progress: true,
             // Up to 16 x 3 quiet slices: long against a search round.
             release_backoff_max: 4,

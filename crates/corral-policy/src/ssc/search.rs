@@ -5,6 +5,7 @@
 //! the returned [`Step`] (move the bound and clear the votes, or halve them).
 
 use super::params::{DecisionKind, SscParams};
+use crate::Nanos;
 use serde::Serialize;
 
 /// Where the search stands.
@@ -88,6 +89,14 @@ pub(crate) struct Round {
     /// Share of the round's contended acquisitions made off the SSC, if
     /// the driver reports them (`SscController::observe_waits`).
     pub waits_off_ssc: Option<f64>,
+    /// How long the program has had a lock-intensive thread (since the
+    /// first qualified; `SscParams::baseline_min_contended`).
+    pub contended_for: Nanos,
+    /// Whether the round's contended acquisitions cost hand-offs over the
+    /// qualifying share of every core's time
+    /// (`detect::handoffs_could_qualify`), the CPU confinement could save;
+    /// true where the driver reports no waits.
+    pub heavy_handoffs: bool,
 }
 
 impl Round {

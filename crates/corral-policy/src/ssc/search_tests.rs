@@ -14,6 +14,8 @@ fn round(bound: u32, lock_intensive: u32, measured: f64) -> Round {
         min_bound: 1,
         useful_perc: 0.0,
         waits_off_ssc: None,
+        contended_for: Nanos::MAX,
+        heavy_handoffs: true,
     }
 }
 
@@ -254,4 +256,34 @@ fn a_small_gain_from_confinement_keeps_every_core() {
     };
     let (kinds, bound) = run(&tight, &rounds);
     assert_eq!(bound, 1, "{kinds:?}");
+}
+
+#[test]
+fn a_young_contention_with_light_hand_offs_is_not_confined_yet() {
+    // git grep at 64 threads: every 10 ms round on every core, its first
+    // threads qualified at 0 ms, few hand-offs; it lives about 30 ms.
+    let params = SscParams::user_space();
+    let young = |contended_ms: u64, heavy_handoffs: bool| Round {
+        contended_for: contended_ms * 1_000_000,
+        heavy_handoffs,
+        ..round(2, 40, 500.0)
+    };
+    let mut state = SearchState::for_params(&params);
+    for ms in [6, 16] {
+        let step = state.determine(&params, young(ms, false));
+        assert_eq!(step.kind, DecisionKind::Hold, "at {ms} ms");
+        assert_eq!(step.bound, BoundMove::Keep, "at {ms} ms");
+    }
+    // Contended for long enough, the baseline decides and the trial begins.
+    let step = state.determine(&params, young(26, false));
+    assert_eq!(step.kind, DecisionKind::Baseline);
+    assert_eq!(step.bound, BoundMove::To(1));
+    // Heavy hand-offs (sysbench mutex) start the search at its first round.
+    let mut state = SearchState::for_params(&params);
+    let step = state.determine(&params, young(6, true));
+    assert_eq!(step.kind, DecisionKind::Baseline);
+    // The papers' presets never wait.
+    let mut state = SearchState::for_params(&SscParams::kernel());
+    let step = state.determine(&SscParams::kernel(), young(0, false));
+    assert_eq!(step.kind, DecisionKind::Baseline);
 }

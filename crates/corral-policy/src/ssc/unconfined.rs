@@ -12,6 +12,9 @@ impl SearchState {
     /// every core let the simulator's 1,024-core presets fall into a convoy
     /// more often than it measured them better.
     pub(super) fn baseline(&mut self, params: &SscParams, round: Round, thro: f64) -> Step {
+        if !round.heavy_handoffs && round.contended_for < params.baseline_min_contended {
+            return Step::hold(thro);
+        }
         // Only measured progress compares every core with a confined bound:
         // the paper's T = n(1 - p) grows with the cores by construction, so
         // a driver that counts no progress (the kernel-lock monitor) climbs
