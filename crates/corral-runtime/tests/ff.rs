@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 
 use corral_locks::sys::sched;
-use corral_policy::faithful::{FfParams, FfSlice, Profile};
+use corral_policy::faithful::{FfParams, FfSlice, Profile, WakeupPreemption};
 use corral_runtime::faithful::{tree_tasks, FfProgram, SliceSupport};
 
 const CHILD: &str = "CORRAL_FF_TEST_CHILD";
@@ -42,7 +42,7 @@ fn kernel_takes_slices() -> bool {
         // SAFETY: gettid has no preconditions.
         let me = unsafe { libc::gettid() };
         let nice = sched::nice_of(me).unwrap_or(0);
-        sched::set_fair(me, nice, 20_000_000).is_ok()
+        sched::set_fair(me, sched::SCHED_OTHER, nice, 20_000_000).is_ok()
             && sched::get_attr(me).is_ok_and(|a| a.sched_runtime == 20_000_000)
     })
     .join()
@@ -79,12 +79,16 @@ fn read_all(pid: i32) -> Vec<(i32, u64, i32)> {
         .collect()
 }
 
-#[test]
-fn quantum_is_read_back_from_every_thread_and_moves_only_beyond_the_range() {
-    if !kernel_takes_slices() {
-        eprintln!("skipped: this kernel ignores or refuses sched_runtime for SCHED_OTHER");
-        return;
-    }
+/// Every thread's policy.
+fn policies(pid: i32) -> Vec<u32> {
+    tree_tasks(pid)
+        .iter()
+        .map(|t| sched::get_attr(t.tid).expect("thread alive").sched_policy)
+        .collect()
+}
+
+/// Starts the child and waits for its four workers.
+fn spawn_child() -> (std::process::Child, BufReader<std::process::ChildStdout>) {
     let exe = std::env::current_exe().unwrap();
     let mut child = Command::new(exe)
         .args(["ff_child", "--exact", "--nocapture", "--test-threads=1"])
@@ -93,17 +97,31 @@ fn quantum_is_read_back_from_every_thread_and_moves_only_beyond_the_range() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let pid = child.id() as i32;
     let mut out = BufReader::new(child.stdout.take().unwrap());
-    // libtest prints "test ff_child ... " before the first line.
-    let mut expect_line = |want: &str| loop {
+    expect_line(&mut out, "ready");
+    (child, out)
+}
+
+/// Reads the child's output up to a line ending with `want` (libtest
+/// prints "test ff_child ... " before the first).
+fn expect_line(out: &mut BufReader<std::process::ChildStdout>, want: &str) {
+    loop {
         let mut line = String::new();
         assert!(out.read_line(&mut line).unwrap() > 0, "child ended");
         if line.trim().ends_with(want) {
             break;
         }
-    };
-    expect_line("ready");
+    }
+}
+
+#[test]
+fn quantum_is_read_back_from_every_thread_and_moves_only_beyond_the_range() {
+    if !kernel_takes_slices() {
+        eprintln!("skipped: this kernel ignores or refuses sched_runtime for SCHED_OTHER");
+        return;
+    }
+    let (mut child, mut out) = spawn_child();
+    let pid = child.id() as i32;
     let nice = sched::nice_of(pid).unwrap();
     let mut ff = FfProgram::new(pid, FfParams::default());
     let tasks = tree_tasks(pid);
@@ -150,12 +168,45 @@ fn quantum_is_read_back_from_every_thread_and_moves_only_beyond_the_range() {
     // no period runs between their creation and this read.
     let stdin = child.stdin.as_mut().unwrap();
     writeln!(stdin, "spawn").unwrap();
-    expect_line("spawned");
+    expect_line(&mut out, "spawned");
     let now = read_all(pid);
     assert_eq!(now.len(), tasks.len() + 2);
     for (tid, slice, n) in now {
         assert_eq!((slice, n), (80_000_000, nice), "thread {tid}");
     }
+    // Every one of them, the new ones too, without wake-up preemption.
+    assert!(policies(pid).iter().all(|&p| p == sched::SCHED_BATCH));
     drop(child.stdin.take());
     assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn wakeup_preemption_is_turned_off_for_every_thread_unless_kept() {
+    if !kernel_takes_slices() {
+        eprintln!("skipped: this kernel ignores or refuses sched_runtime for SCHED_OTHER");
+        return;
+    }
+    for (keep, want) in [
+        (WakeupPreemption::Off, sched::SCHED_BATCH),
+        (WakeupPreemption::On, sched::SCHED_OTHER),
+    ] {
+        let (mut child, _out) = spawn_child();
+        let pid = child.id() as i32;
+        let params = FfParams {
+            wakeup_preemption: keep,
+            ..FfParams::default()
+        };
+        let mut ff = FfProgram::new(pid, params);
+        let tasks = tree_tasks(pid);
+        // Low contention: the kernel's default slice, and still the class.
+        let p = ff.period_with(1000.0, &tasks, contention(0.0)).clone();
+        assert_eq!(p.slice, FfSlice::Default);
+        assert_eq!(p.threads_not_fair, 0);
+        assert!(policies(pid).iter().all(|&p| p == want), "{keep:?}");
+        // Held: the next period writes nothing.
+        let p = ff.period_with(2000.0, &tasks, contention(0.0)).clone();
+        assert_eq!(p.applied, 0, "{keep:?}");
+        drop(child.stdin.take());
+        assert!(child.wait().unwrap().success());
+    }
 }

@@ -4,6 +4,8 @@
 
 /// SCHED_OTHER (the fair class).
 pub const SCHED_OTHER: u32 = 0;
+/// SCHED_BATCH: the fair class without wake-up preemption.
+pub const SCHED_BATCH: u32 = 3;
 
 /// EEVDF's bounds on a requested slice (kernel/sched/syscalls.c clamps
 /// `sched_runtime` to [0.1 ms, 100 ms]).
@@ -86,13 +88,15 @@ pub fn get_attr(tid: i32) -> Result<SchedAttr, Errno> {
     }
 }
 
-/// Puts thread `tid` in SCHED_OTHER at `nice` with a requested slice of
-/// `runtime_ns` (`sched_setattr`; 0 asks for the default slice). EEVDF
-/// clamps the slice to [0.1 ms, 100 ms]: read it back with [`get_attr`].
-pub fn set_fair(tid: i32, nice: i32, runtime_ns: u64) -> Result<(), Errno> {
+/// Puts thread `tid` in the fair class `policy` ([`SCHED_OTHER`] or
+/// [`SCHED_BATCH`]) at `nice` with a requested slice of `runtime_ns`
+/// (`sched_setattr`; 0 asks for the default slice). EEVDF clamps the slice
+/// to [0.1 ms, 100 ms]: read it back with [`get_attr`].
+pub fn set_fair(tid: i32, policy: u32, nice: i32, runtime_ns: u64) -> Result<(), Errno> {
+    debug_assert!(policy == SCHED_OTHER || policy == SCHED_BATCH);
     let attr = SchedAttr {
         size: core::mem::size_of::<SchedAttr>() as u32,
-        sched_policy: SCHED_OTHER,
+        sched_policy: policy,
         sched_nice: nice,
         sched_runtime: runtime_ns,
         ..SchedAttr::default()

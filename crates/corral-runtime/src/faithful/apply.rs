@@ -1,7 +1,7 @@
 //! Applying FF's two knobs to one thread: the program's nice value and the
 //! quantum as EEVDF's requested slice, read back after every write.
 
-use corral_locks::sys::sched::{self, Errno, SCHED_OTHER, SLICE_MAX_NS, SLICE_MIN_NS};
+use corral_locks::sys::sched::{self, Errno, SCHED_BATCH, SCHED_OTHER, SLICE_MAX_NS, SLICE_MIN_NS};
 use serde::Serialize;
 
 /// Why a thread did not take the quantum.
@@ -9,7 +9,8 @@ use serde::Serialize;
 pub enum ApplyError {
     /// It exited.
     Gone,
-    /// Not in SCHED_OTHER (real-time, batch, idle): left as it is.
+    /// In a class the program chose (real-time, idle, or batch where FF
+    /// keeps wake-up preemption): left as it is.
     NotFair {
         /// Its policy.
         policy: u32,
@@ -25,7 +26,7 @@ pub struct Applied {
     pub slice_ns: u64,
     /// Its nice value.
     pub nice: i32,
-    /// Its policy (SCHED_OTHER for any thread FF changed).
+    /// Its policy (the one FF asked for, for any thread FF changed).
     pub policy: u32,
 }
 
@@ -91,19 +92,28 @@ impl SliceSupport {
     }
 }
 
-/// Gives thread `tid` `nice` and a slice of `slice_ns`, and reads both
-/// back. A nice value it may not take (raising priority needs
-/// CAP_SYS_NICE) leaves its own, with the slice still applied.
-pub fn apply(tid: i32, nice: i32, slice_ns: u64) -> Result<Applied, ApplyError> {
+/// Whether FF may set a thread found in `held` when it puts threads in
+/// `policy`: SCHED_OTHER, or the class FF itself sets.
+#[inline]
+pub(super) fn is_ffs(held: u32, policy: u32) -> bool {
+    held == SCHED_OTHER || held == policy
+}
+
+/// Gives thread `tid` the fair class `policy` (SCHED_OTHER, or SCHED_BATCH
+/// for no wake-up preemption), `nice` and a slice of `slice_ns`, and reads
+/// them back. A nice value it may not take (raising priority needs
+/// CAP_SYS_NICE) leaves its own, with the rest still applied.
+pub fn apply(tid: i32, policy: u32, nice: i32, slice_ns: u64) -> Result<Applied, ApplyError> {
+    debug_assert!(policy == SCHED_OTHER || policy == SCHED_BATCH);
     let before = sched::get_attr(tid).map_err(|_| ApplyError::Gone)?;
-    if before.sched_policy != SCHED_OTHER {
+    if !is_ffs(before.sched_policy, policy) {
         return Err(ApplyError::NotFair {
             policy: before.sched_policy,
         });
     }
-    let set = match sched::set_fair(tid, nice, slice_ns) {
+    let set = match sched::set_fair(tid, policy, nice, slice_ns) {
         Err(libc::EPERM | libc::EACCES) if before.sched_nice != nice => {
-            sched::set_fair(tid, before.sched_nice, slice_ns)
+            sched::set_fair(tid, policy, before.sched_nice, slice_ns)
         }
         r => r,
     };

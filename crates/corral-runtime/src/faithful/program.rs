@@ -7,8 +7,10 @@ use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 
 use corral_locks::sys::perf::{CacheEvent, Counter};
-use corral_locks::sys::sched::{SCHED_OTHER, SLICE_MAX_NS, SLICE_MIN_NS};
-use corral_policy::faithful::{self, FaithfulController, FfParams, FfSlice, Profile};
+use corral_locks::sys::sched::{SCHED_BATCH, SCHED_OTHER, SLICE_MAX_NS, SLICE_MIN_NS};
+use corral_policy::faithful::{
+    self, FaithfulController, FfParams, FfSlice, Profile, WakeupPreemption,
+};
 
 use super::apply::{self, Applied, ApplyError, SliceSupport};
 use super::procfs::{tree_tasks, CtxSwitches, Task};
@@ -28,6 +30,9 @@ struct CacheCounters {
 pub struct FfProgram {
     root: i32,
     nice: i32,
+    /// The fair class every thread is put in (SCHED_BATCH: no wake-up
+    /// preemption).
+    policy: u32,
     ctrl: FaithfulController,
     slice: SliceSupport,
     miss: MissSource,
@@ -46,6 +51,8 @@ struct Tally {
     applied: u32,
     at_slice: u32,
     not_fair: u32,
+    /// Threads that exited between the listing and FF's look.
+    gone: u32,
     slice_ns: Option<u64>,
     ctx: CtxSwitches,
 }
@@ -59,9 +66,14 @@ impl FfProgram {
             Ok(_) => MissSource::Measured,
             Err(errno) => MissSource::Unavailable { errno },
         };
+        let policy = match params.wakeup_preemption {
+            WakeupPreemption::Off => SCHED_BATCH,
+            WakeupPreemption::On => SCHED_OTHER,
+        };
         FfProgram {
             root,
             nice,
+            policy,
             ctrl: FaithfulController::new(params),
             slice: SliceSupport::Untried,
             miss,
@@ -127,7 +139,8 @@ impl FfProgram {
                     tally.at_slice += u32::from(at);
                 }
                 Err(ApplyError::NotFair { .. }) => tally.not_fair += 1,
-                Err(_) => {}
+                Err(ApplyError::Gone) => tally.gone += 1,
+                Err(ApplyError::Refused(_)) => {}
             }
             if let Some(c) = CtxSwitches::of(task) {
                 let before = self.last_ctx.insert(task.tid, c).unwrap_or_default();
@@ -138,7 +151,7 @@ impl FfProgram {
         self.last_ctx.retain(|tid, _| live.contains(tid));
         self.periods.push(FfPeriod {
             t_ms,
-            threads: tasks.len() as u32,
+            threads: tasks.len() as u32 - tally.gone,
             lock_contention: profile.lock_contention,
             miss_ratio: profile.miss_ratio,
             observed_factor: faithful::scaling_factor(
@@ -159,9 +172,9 @@ impl FfProgram {
         self.periods.last().expect("just pushed")
     }
 
-    /// Makes thread `tid` hold the program's nice value and a slice of
-    /// `want_ns` (0: the kernel's default), written only where it does not
-    /// hold them (`expect`: the slice it should read back, if known).
+    /// Makes thread `tid` hold the program's class, nice value and a slice
+    /// of `want_ns` (0: the kernel's default), written only where it does
+    /// not hold them (`expect`: the slice it should read back, if known).
     fn hold(
         &mut self,
         tid: i32,
@@ -170,15 +183,17 @@ impl FfProgram {
         tally: &mut Tally,
     ) -> Result<Applied, ApplyError> {
         let held = apply::read_back(tid).ok_or(ApplyError::Gone)?;
-        if held.policy != SCHED_OTHER {
-            // Real-time, batch or idle: the program chose it; left alone.
+        if !apply::is_ffs(held.policy, self.policy) {
+            // Real-time, idle (or batch, with wake-up preemption kept): the
+            // program chose it; left alone.
             return Err(ApplyError::NotFair {
                 policy: held.policy,
             });
         }
-        // Where the slice does not take, the nice value still does.
+        // Where sched_setattr does not take, the nice value still does.
         let slices_work = matches!(self.slice, SliceSupport::Untried | SliceSupport::Applied);
-        let holds = held.nice == self.nice && (!slices_work || Some(held.slice_ns) == expect);
+        let holds = held.nice == self.nice
+            && (!slices_work || (held.policy == self.policy && Some(held.slice_ns) == expect));
         if holds {
             return Ok(held);
         }
@@ -187,7 +202,7 @@ impl FfProgram {
             let _ = corral_locks::sys::sched::set_nice(tid, self.nice);
             return apply::read_back(tid).ok_or(ApplyError::Gone);
         }
-        let r = apply::apply(tid, self.nice, want_ns);
+        let r = apply::apply(tid, self.policy, self.nice, want_ns);
         if self.slice == SliceSupport::Untried {
             self.slice = SliceSupport::judge(want_ns, r);
         }

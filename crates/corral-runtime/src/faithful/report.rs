@@ -38,7 +38,7 @@ impl MissSource {
 pub struct FfPeriod {
     /// End of the period, milliseconds since FF started.
     pub t_ms: f64,
-    /// Threads of the program (all its processes).
+    /// Threads of the program (all its processes) alive when FF looked.
     pub threads: u32,
     /// Share of thread time spent waiting for locks.
     pub lock_contention: f64,
@@ -63,8 +63,8 @@ pub struct FfPeriod {
     /// Threads whose read-back slice is the one asked (as EEVDF clamps it).
     pub threads_at_slice: u32,
     /// Threads left alone because the program put them in another class
-    /// (real-time, batch, idle): FF neither evens their priority nor sets
-    /// their slice.
+    /// (real-time, idle, or batch where FF keeps wake-up preemption): FF
+    /// neither evens their priority nor sets their slice.
     pub threads_not_fair: u32,
     /// Voluntary context switches of the program's threads this period.
     pub voluntary: u64,

@@ -40,8 +40,9 @@ pub(crate) struct RunArgs {
     /// `lca` confines lock-intensive threads to the SSC; `none` keeps
     /// corral's locks and measurement without confinement (the control);
     /// `ff` (paper 4's faithful scheduling) gives every thread of PROG and
-    /// its children one nice value and one quantum (EEVDF slice) chosen
-    /// from its scaling factor each --ff-period-ms; `lca,ff` does both.
+    /// its children one nice value, no wake-up preemption (SCHED_BATCH)
+    /// and one quantum (EEVDF slice) chosen from its scaling factor each
+    /// --ff-period-ms; `lca,ff` does both.
     /// `ca` (paper 5's contention-aware scheduler) samples the locks each
     /// thread takes, clusters threads that share locks once a seVector of
     /// 2,048 samples fills (at 10 threads or more), pins each cluster to a
@@ -63,6 +64,13 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "MS", default_value_t = 20,
           value_parser = clap::value_parser!(u32).range(0..=250))]
     pub(crate) ff_keep_default_up_to_ms: u32,
+    /// FF keeps the kernel's wake-up preemption: a waking thread may
+    /// preempt a running one of the same program (often the lock holder).
+    /// By default FF puts every thread in SCHED_BATCH, the fair class
+    /// without it: paper 4's fixed class, where no thread preempts another
+    /// before its quantum ends.
+    #[arg(long)]
+    pub(crate) ff_wakeup_preemption: bool,
     /// Lock algorithm replacing pthread mutexes. The default, `futex`, puts
     /// waiters to sleep in the kernel; the spin locks (ticket, mcs, ...)
     /// are there to study and reproduce collapse.
@@ -327,12 +335,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
                 k.spawned(pid);
             }
             if faithful {
-                *ff.borrow_mut() = start_ff(
-                    pid,
-                    args.ff_period_ms,
-                    args.ff_keep_default_up_to_ms,
-                    args.quiet,
-                );
+                *ff.borrow_mut() = start_ff(pid, ff_params(&args), args.quiet);
             }
         },
     )?;
@@ -395,15 +398,25 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
     exit_like(outcome.status);
 }
 
+/// FF's parameters from `corral run`'s flags.
+fn ff_params(args: &RunArgs) -> corral_policy::faithful::FfParams {
+    use corral_policy::faithful::WakeupPreemption;
+    corral_policy::faithful::FfParams {
+        monitoring_period_ns: args.ff_period_ms * 1_000_000,
+        keep_default_up_to_ms: args.ff_keep_default_up_to_ms,
+        wakeup_preemption: if args.ff_wakeup_preemption {
+            WakeupPreemption::On
+        } else {
+            WakeupPreemption::Off
+        },
+        ..Default::default()
+    }
+}
+
 /// Starts FF over PROG (`pid`) and its children; its notices (no PMU,
 /// slice refused) go to stderr after the first period unless `quiet`. A
 /// driver that cannot start costs one line; PROG runs on.
-fn start_ff(pid: i32, period_ms: u64, keep_default_ms: u32, quiet: bool) -> Option<FfDriver> {
-    let params = corral_policy::faithful::FfParams {
-        monitoring_period_ns: period_ms * 1_000_000,
-        keep_default_up_to_ms: keep_default_ms,
-        ..Default::default()
-    };
+fn start_ff(pid: i32, params: corral_policy::faithful::FfParams, quiet: bool) -> Option<FfDriver> {
     FfDriver::start(params, vec![pid], move |lines| {
         if !quiet {
             for l in lines {

@@ -397,7 +397,7 @@ pub(crate) fn ff_summary(ff: &FfReport) -> Vec<String> {
             ) + &match last.threads_not_fair {
                 0 => String::new(),
                 n => format!(
-                    "; {n} threads in a real-time, batch or idle class (the program's choice) \
+                    "; {n} threads in a class the program chose (real-time, idle) \
                      left alone"
                 ),
             }

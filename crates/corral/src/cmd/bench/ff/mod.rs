@@ -62,6 +62,11 @@ pub(crate) struct BenchFfArgs {
     /// the default slice changes.
     #[arg(long)]
     pub(crate) with_literal: bool,
+    /// Also run FF with the kernel's wake-up preemption kept (an arm
+    /// `ff-preempt`, as `corral run --ff-wakeup-preemption`): what FF's
+    /// slice and nice value do without SCHED_BATCH.
+    #[arg(long)]
+    pub(crate) with_wakeup_preemption: bool,
     /// Skip the two-programs-at-once runs (paper 4 Fig. 11).
     #[arg(long)]
     pub(crate) no_pairs: bool,
@@ -133,6 +138,9 @@ pub(crate) fn run(args: &BenchFfArgs) -> Result<BenchFfReport, CliError> {
     let mut arms = vec![Arm::Default, Arm::Ff];
     if args.with_literal {
         arms.push(Arm::FfLiteral);
+    }
+    if args.with_wakeup_preemption {
+        arms.push(Arm::FfPreempt);
     }
     // Every point sized first, then every run of every point in one
     // shuffled order.

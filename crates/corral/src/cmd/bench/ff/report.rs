@@ -1,7 +1,7 @@
 //! What `corral bench ff` reports: each arm's runs at each point, their
 //! spread and verdict, the two-program runs and the simulator's rows.
 
-use corral_policy::faithful::{FfParams, FfSlice};
+use corral_policy::faithful::{FfParams, FfSlice, WakeupPreemption};
 use serde::Serialize;
 
 use super::stats::{Spread, Verdict};
@@ -16,6 +16,8 @@ pub(crate) enum Arm {
     Ff,
     /// FF with every Table I row applied as is.
     FfLiteral,
+    /// FF with the kernel's wake-up preemption kept.
+    FfPreempt,
 }
 
 impl Arm {
@@ -24,6 +26,7 @@ impl Arm {
             Arm::Default => "default",
             Arm::Ff => "ff",
             Arm::FfLiteral => "ff-literal",
+            Arm::FfPreempt => "ff-preempt",
         }
     }
 
@@ -33,6 +36,10 @@ impl Arm {
             Arm::Ff => Some(ff),
             Arm::FfLiteral => Some(FfParams {
                 keep_default_up_to_ms: 0,
+                ..ff
+            }),
+            Arm::FfPreempt => Some(FfParams {
+                wakeup_preemption: WakeupPreemption::On,
                 ..ff
             }),
         }
@@ -57,7 +64,7 @@ pub(crate) struct Run {
     pub(crate) slice_ns: Option<u64>,
     /// That period's lock contention.
     pub(crate) lock_contention: Option<f64>,
-    /// Threads FF left alone then (real-time, batch, idle).
+    /// Threads FF left alone then (in a class the program chose).
     pub(crate) threads_not_fair: Option<u32>,
 }
 
