@@ -198,15 +198,42 @@ fn wakeup_preemption_is_turned_off_for_every_thread_unless_kept() {
         };
         let mut ff = FfProgram::new(pid, params);
         let tasks = tree_tasks(pid);
-        // Low contention: the kernel's default slice, and still the class.
-        let p = ff.period_with(1000.0, &tasks, contention(0.0)).clone();
-        assert_eq!(p.slice, FfSlice::Default);
-        assert_eq!(p.threads_not_fair, 0);
-        assert!(policies(pid).iter().all(|&p| p == want), "{keep:?}");
+        // Low contention (the kernel's default slice) and high (FF's own
+        // quantum): the class on every thread either way.
+        for (t, c) in [(1000.0, 0.0), (2000.0, 0.84)] {
+            let p = ff.period_with(t, &tasks, contention(c)).clone();
+            assert_eq!(p.threads_at_slice as usize, tasks.len(), "{keep:?}");
+            assert_eq!(p.threads_not_fair, 0, "{keep:?}");
+            assert!(policies(pid).iter().all(|&p| p == want), "{keep:?} at {c}");
+        }
         // Held: the next period writes nothing.
-        let p = ff.period_with(2000.0, &tasks, contention(0.0)).clone();
+        let p = ff.period_with(3000.0, &tasks, contention(0.84)).clone();
         assert_eq!(p.applied, 0, "{keep:?}");
         drop(child.stdin.take());
         assert!(child.wait().unwrap().success());
     }
+}
+
+#[test]
+fn a_batch_thread_of_the_programs_own_is_left_alone() {
+    if !kernel_takes_slices() {
+        eprintln!("skipped: this kernel ignores or refuses sched_runtime for SCHED_OTHER");
+        return;
+    }
+    let (mut child, _out) = spawn_child();
+    let pid = child.id() as i32;
+    let tasks = tree_tasks(pid);
+    // The program put one worker in SCHED_BATCH itself.
+    let own = tasks.last().unwrap().tid;
+    let nice = sched::nice_of(own).unwrap();
+    sched::set_fair(own, sched::SCHED_BATCH, nice, 0).unwrap();
+    let mut ff = FfProgram::new(pid, FfParams::default());
+    let p = ff.period_with(1000.0, &tasks, contention(0.0)).clone();
+    assert_eq!(p.threads_not_fair, 1);
+    assert_eq!(
+        sched::get_attr(own).unwrap().sched_policy,
+        sched::SCHED_BATCH
+    );
+    drop(child.stdin.take());
+    assert!(child.wait().unwrap().success());
 }

@@ -92,21 +92,29 @@ impl SliceSupport {
     }
 }
 
-/// Whether FF may set a thread found in `held` when it puts threads in
-/// `policy`: SCHED_OTHER, or the class FF itself sets.
+/// Whether FF may set a thread found in class `held`: SCHED_OTHER, or
+/// SCHED_BATCH where that is FF's own doing (`batch_is_ffs`: FF puts
+/// threads there, and this one was not there before FF began).
 #[inline]
-pub(super) fn is_ffs(held: u32, policy: u32) -> bool {
-    held == SCHED_OTHER || held == policy
+pub(super) fn is_ffs(held: u32, batch_is_ffs: bool) -> bool {
+    held == SCHED_OTHER || (held == SCHED_BATCH && batch_is_ffs)
 }
 
 /// Gives thread `tid` the fair class `policy` (SCHED_OTHER, or SCHED_BATCH
 /// for no wake-up preemption), `nice` and a slice of `slice_ns`, and reads
-/// them back. A nice value it may not take (raising priority needs
-/// CAP_SYS_NICE) leaves its own, with the rest still applied.
-pub fn apply(tid: i32, policy: u32, nice: i32, slice_ns: u64) -> Result<Applied, ApplyError> {
+/// them back; a thread in another class is left alone (see [`is_ffs`]). A
+/// nice value it may not take (raising priority needs CAP_SYS_NICE) leaves
+/// its own, with the rest still applied.
+pub fn apply(
+    tid: i32,
+    policy: u32,
+    nice: i32,
+    slice_ns: u64,
+    batch_is_ffs: bool,
+) -> Result<Applied, ApplyError> {
     debug_assert!(policy == SCHED_OTHER || policy == SCHED_BATCH);
     let before = sched::get_attr(tid).map_err(|_| ApplyError::Gone)?;
-    if !is_ffs(before.sched_policy, policy) {
+    if !is_ffs(before.sched_policy, batch_is_ffs) {
         return Err(ApplyError::NotFair {
             policy: before.sched_policy,
         });

@@ -33,6 +33,9 @@ pub struct FfProgram {
     /// The fair class every thread is put in (SCHED_BATCH: no wake-up
     /// preemption).
     policy: u32,
+    /// Threads already in SCHED_BATCH at FF's first period: the program's
+    /// choice, left alone (`None` before that period).
+    own_batch: Option<HashSet<i32>>,
     ctrl: FaithfulController,
     slice: SliceSupport,
     miss: MissSource,
@@ -74,6 +77,7 @@ impl FfProgram {
             root,
             nice,
             policy,
+            own_batch: None,
             ctrl: FaithfulController::new(params),
             slice: SliceSupport::Untried,
             miss,
@@ -126,6 +130,14 @@ impl FfProgram {
             FfSlice::Default => self.default_slice_ns,
             FfSlice::Ms { .. } => Some(want_ns.clamp(SLICE_MIN_NS, SLICE_MAX_NS)),
         };
+        if self.own_batch.is_none() {
+            let own = tasks
+                .iter()
+                .filter(|t| apply::read_back(t.tid).is_some_and(|a| a.policy == SCHED_BATCH))
+                .map(|t| t.tid)
+                .collect();
+            self.own_batch = Some(own);
+        }
         let mut tally = Tally::default();
         for &task in tasks {
             let now = self.hold(task.tid, want_ns, expect, &mut tally);
@@ -183,9 +195,14 @@ impl FfProgram {
         tally: &mut Tally,
     ) -> Result<Applied, ApplyError> {
         let held = apply::read_back(tid).ok_or(ApplyError::Gone)?;
-        if !apply::is_ffs(held.policy, self.policy) {
-            // Real-time, idle (or batch, with wake-up preemption kept): the
-            // program chose it; left alone.
+        let batch_is_ffs = self.policy == SCHED_BATCH
+            && !self
+                .own_batch
+                .as_ref()
+                .is_some_and(|own| own.contains(&tid));
+        if !apply::is_ffs(held.policy, batch_is_ffs) {
+            // Real-time, idle, or batch of the program's own: its choice;
+            // left alone.
             return Err(ApplyError::NotFair {
                 policy: held.policy,
             });
@@ -202,7 +219,7 @@ impl FfProgram {
             let _ = corral_locks::sys::sched::set_nice(tid, self.nice);
             return apply::read_back(tid).ok_or(ApplyError::Gone);
         }
-        let r = apply::apply(tid, self.policy, self.nice, want_ns);
+        let r = apply::apply(tid, self.policy, self.nice, want_ns, batch_is_ffs);
         if self.slice == SliceSupport::Untried {
             self.slice = SliceSupport::judge(want_ns, r);
         }
