@@ -102,7 +102,7 @@ pub(super) fn is_ffs(held: u32, batch_is_ffs: bool) -> bool {
 
 /// Gives thread `tid` the fair class `policy` (SCHED_OTHER, or SCHED_BATCH
 /// for no wake-up preemption), `nice` and a slice of `slice_ns`, and reads
-/// them back; a thread in another class is left alone (see [`is_ffs`]). A
+/// them back; a thread in a class the program chose is left alone. A
 /// nice value it may not take (raising priority needs CAP_SYS_NICE) leaves
 /// its own, with the rest still applied.
 pub fn apply(
