@@ -86,6 +86,8 @@ struct Track {
     window_yields: u64,
     /// Said once: its slices would qualify, but it yields as it locks.
     said_yields: bool,
+    /// Whether it was in a real-time class when last looked at.
+    realtime: bool,
     gone: bool,
 }
 
@@ -115,6 +117,7 @@ impl Track {
             window_attempts: 0,
             window_yields: 0,
             said_yields: false,
+            realtime: false,
             gone,
         }
     }
@@ -472,7 +475,14 @@ impl Monitor {
         let waits = core::mem::take(&mut track.window_waits);
         let attempts = core::mem::take(&mut track.window_attempts);
         let yields = core::mem::take(&mut track.window_yields);
-        let realtime = self.ctrl.is_some() && corral_locks::sys::sched::is_realtime(track.tid);
+        if self.ctrl.is_some() {
+            // A thread gone since keeps its class: its last window is no
+            // fair-class evidence (a SCHED_FIFO thread qualified on it).
+            if let Some(now_rt) = corral_locks::sys::sched::realtime_of(track.tid) {
+                track.realtime = now_rt;
+            }
+        }
+        let realtime = self.ctrl.is_some() && track.realtime;
         let wall_len = now.saturating_sub(track.window_wall_start);
         // The share the policy qualifies on (see `detect::active_span`).
         let share = corral_policy::detect::span_share(lock_wait, slice_len, wall_len);

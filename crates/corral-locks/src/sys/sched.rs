@@ -56,11 +56,16 @@ pub fn yield_cpu() -> i32 {
 }
 
 /// Does thread `tid` run in a real-time class (SCHED_FIFO, SCHED_RR,
-/// SCHED_DEADLINE)? False for a thread that is gone.
-pub fn is_realtime(tid: i32) -> bool {
+/// SCHED_DEADLINE)? `None` for a thread that is gone: its caller keeps
+/// what it knew (a real-time thread's last window, closed after it
+/// exited, must not read as a fair one's).
+pub fn realtime_of(tid: i32) -> Option<bool> {
     // SAFETY: no pointer arguments; a bad tid is an error return.
     let policy = unsafe { libc::sched_getscheduler(tid) };
-    matches!(policy, libc::SCHED_FIFO | libc::SCHED_RR | SCHED_DEADLINE)
+    (policy >= 0).then_some(matches!(
+        policy,
+        libc::SCHED_FIFO | libc::SCHED_RR | SCHED_DEADLINE
+    ))
 }
 
 /// SCHED_DEADLINE (not bound by the libc crate).
@@ -185,5 +190,12 @@ mod tests {
         assert_eq!(a.sched_nice, nice_of(me()).unwrap());
         assert!(get_attr(-5).is_err());
         assert_eq!(set_nice(i32::MAX, 0), Err(libc::ESRCH));
+    }
+
+    #[test]
+    fn a_gone_thread_has_no_class_rather_than_a_fair_one() {
+        assert_eq!(realtime_of(me()), Some(false));
+        let tid = std::thread::spawn(me).join().unwrap();
+        assert_eq!(realtime_of(tid), None);
     }
 }
