@@ -67,6 +67,12 @@ pub(crate) struct BenchFfArgs {
     /// slice and nice value do without SCHED_BATCH.
     #[arg(long)]
     pub(crate) with_wakeup_preemption: bool,
+    /// Also run the default scheduler a second time (an arm
+    /// `default-again`, in the same shuffled order): its ratio to
+    /// `default` is this machine's noise at that point, against which to
+    /// read FF's (on a shared 2-core VM, +-15% between runs).
+    #[arg(long)]
+    pub(crate) with_control: bool,
     /// Skip the two-programs-at-once runs (paper 4 Fig. 11).
     #[arg(long)]
     pub(crate) no_pairs: bool,
@@ -141,6 +147,9 @@ pub(crate) fn run(args: &BenchFfArgs) -> Result<BenchFfReport, CliError> {
     }
     if args.with_wakeup_preemption {
         arms.push(Arm::FfPreempt);
+    }
+    if args.with_control {
+        arms.push(Arm::DefaultAgain);
     }
     // Every point sized first, then every run of every point in one
     // shuffled order.

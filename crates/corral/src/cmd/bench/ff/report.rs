@@ -18,6 +18,8 @@ pub(crate) enum Arm {
     FfLiteral,
     /// FF with the kernel's wake-up preemption kept.
     FfPreempt,
+    /// The kernel alone again: its ratio to `Default` is the noise.
+    DefaultAgain,
 }
 
 impl Arm {
@@ -27,12 +29,13 @@ impl Arm {
             Arm::Ff => "ff",
             Arm::FfLiteral => "ff-literal",
             Arm::FfPreempt => "ff-preempt",
+            Arm::DefaultAgain => "default-again",
         }
     }
 
     pub(super) fn params(self, ff: FfParams) -> Option<FfParams> {
         match self {
-            Arm::Default => None,
+            Arm::Default | Arm::DefaultAgain => None,
             Arm::Ff => Some(ff),
             Arm::FfLiteral => Some(FfParams {
                 keep_default_up_to_ms: 0,
@@ -168,4 +171,35 @@ pub(super) fn summarise(arms: &[Arm], runs: Vec<Vec<Run>>) -> Vec<ArmRuns> {
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_arm_runs_what_its_name_says() {
+        use corral_policy::faithful::WakeupPreemption;
+        let ff = FfParams::default();
+        assert_eq!(ff.wakeup_preemption, WakeupPreemption::Off);
+        assert_eq!(Arm::Default.params(ff), None);
+        assert_eq!(Arm::DefaultAgain.params(ff), None);
+        assert_eq!(Arm::Ff.params(ff), Some(ff));
+        let literal = Arm::FfLiteral.params(ff).unwrap();
+        assert_eq!(literal.keep_default_up_to_ms, 0);
+        let preempt = Arm::FfPreempt.params(ff).unwrap();
+        assert_eq!(preempt.wakeup_preemption, WakeupPreemption::On);
+        let names = [
+            Arm::Default,
+            Arm::Ff,
+            Arm::FfLiteral,
+            Arm::FfPreempt,
+            Arm::DefaultAgain,
+        ]
+        .map(Arm::name);
+        assert_eq!(
+            names,
+            ["default", "ff", "ff-literal", "ff-preempt", "default-again"]
+        );
+    }
 }
