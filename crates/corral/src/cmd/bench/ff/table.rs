@@ -65,7 +65,7 @@ fn arm_line(o: &mut String, lead: &str, a: &ArmRuns) {
     }
     let _ = writeln!(
         o,
-        "{lead:<27} {:<10} {:>26} {:>6} {:>24} {:>6} {:>9} {:>13} {:>5} {verdict}{not_fair}",
+        "{lead:<27} {:<13} {:>26} {:>6} {:>24} {:>6} {:>9} {:>13} {:>5} {verdict}{not_fair}",
         a.arm.name(),
         range(&a.throughput, 1),
         ratio,
@@ -93,7 +93,7 @@ pub(crate) fn render(r: &BenchFfReport) -> String {
     }
     let _ = writeln!(
         o,
-        "{:<27} {:<10} {:>26} {:>6} {:>24} {:>6} {:>9} {:>13} {:>5} verdict",
+        "{:<27} {:<13} {:>26} {:>6} {:>24} {:>6} {:>9} {:>13} {:>5} verdict",
         "program load threads (unit)",
         "arm",
         "throughput",
@@ -124,7 +124,7 @@ pub(crate) fn render(r: &BenchFfReport) -> String {
         for a in &p.arms {
             let _ = writeln!(
                 o,
-                "{} + {} {:<10}: {} and {}; involuntary switches of both {}; quanta {:?}",
+                "{} + {} {:<13}: {} and {}; involuntary switches of both {}; quanta {:?}",
                 p.apps[0],
                 p.apps[1],
                 a.arm.name(),
