@@ -475,14 +475,14 @@ impl Monitor {
         let waits = core::mem::take(&mut track.window_waits);
         let attempts = core::mem::take(&mut track.window_attempts);
         let yields = core::mem::take(&mut track.window_yields);
-        if self.ctrl.is_some() {
-            // A thread gone since keeps its class: its last window is no
-            // fair-class evidence (a SCHED_FIFO thread qualified on it).
+        // A thread gone since keeps its class: its last window is no
+        // fair-class evidence (a SCHED_FIFO thread qualified on it).
+        let realtime = self.ctrl.is_some() && {
             if let Some(now_rt) = corral_locks::sys::sched::realtime_of(track.tid) {
                 track.realtime = now_rt;
             }
-        }
-        let realtime = self.ctrl.is_some() && track.realtime;
+            track.realtime
+        };
         let wall_len = now.saturating_sub(track.window_wall_start);
         // The share the policy qualifies on (see `detect::active_span`).
         let share = corral_policy::detect::span_share(lock_wait, slice_len, wall_len);

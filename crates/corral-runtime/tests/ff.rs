@@ -49,6 +49,21 @@ fn kernel_takes_slices() -> bool {
     .unwrap()
 }
 
+/// Says so and returns true where the kernel takes no slices.
+fn skipped_without_slices() -> bool {
+    let skip = !kernel_takes_slices();
+    if skip {
+        eprintln!("skipped: this kernel ignores or refuses sched_runtime for SCHED_OTHER");
+    }
+    skip
+}
+
+/// Closes the child's stdin (it ends then) and checks it ended well.
+fn end_child(mut child: std::process::Child) {
+    drop(child.stdin.take());
+    assert!(child.wait().unwrap().success());
+}
+
 /// The slice a thread that never asked for one reads back.
 fn kernel_default_slice_ns() -> u64 {
     // A new thread of this test's main thread, which never set a slice.
@@ -116,8 +131,7 @@ fn expect_line(out: &mut BufReader<std::process::ChildStdout>, want: &str) {
 
 #[test]
 fn quantum_is_read_back_from_every_thread_and_moves_only_beyond_the_range() {
-    if !kernel_takes_slices() {
-        eprintln!("skipped: this kernel ignores or refuses sched_runtime for SCHED_OTHER");
+    if skipped_without_slices() {
         return;
     }
     let (mut child, mut out) = spawn_child();
@@ -176,21 +190,19 @@ fn quantum_is_read_back_from_every_thread_and_moves_only_beyond_the_range() {
     }
     // Every one of them, the new ones too, without wake-up preemption.
     assert!(policies(pid).iter().all(|&p| p == sched::SCHED_BATCH));
-    drop(child.stdin.take());
-    assert!(child.wait().unwrap().success());
+    end_child(child);
 }
 
 #[test]
 fn wakeup_preemption_is_turned_off_for_every_thread_unless_kept() {
-    if !kernel_takes_slices() {
-        eprintln!("skipped: this kernel ignores or refuses sched_runtime for SCHED_OTHER");
+    if skipped_without_slices() {
         return;
     }
     for (keep, want) in [
         (WakeupPreemption::Off, sched::SCHED_BATCH),
         (WakeupPreemption::On, sched::SCHED_OTHER),
     ] {
-        let (mut child, _out) = spawn_child();
+        let (child, _out) = spawn_child();
         let pid = child.id() as i32;
         let params = FfParams {
             wakeup_preemption: keep,
@@ -209,18 +221,16 @@ fn wakeup_preemption_is_turned_off_for_every_thread_unless_kept() {
         // Held: the next period writes nothing.
         let p = ff.period_with(3000.0, &tasks, contention(0.84)).clone();
         assert_eq!(p.applied, 0, "{keep:?}");
-        drop(child.stdin.take());
-        assert!(child.wait().unwrap().success());
+        end_child(child);
     }
 }
 
 #[test]
 fn a_batch_thread_of_the_programs_own_is_left_alone() {
-    if !kernel_takes_slices() {
-        eprintln!("skipped: this kernel ignores or refuses sched_runtime for SCHED_OTHER");
+    if skipped_without_slices() {
         return;
     }
-    let (mut child, _out) = spawn_child();
+    let (child, _out) = spawn_child();
     let pid = child.id() as i32;
     let tasks = tree_tasks(pid);
     // The program put one worker in SCHED_BATCH itself.
@@ -234,6 +244,5 @@ fn a_batch_thread_of_the_programs_own_is_left_alone() {
         sched::get_attr(own).unwrap().sched_policy,
         sched::SCHED_BATCH
     );
-    drop(child.stdin.take());
-    assert!(child.wait().unwrap().success());
+    end_child(child);
 }

@@ -112,7 +112,6 @@ pub fn apply(
     slice_ns: u64,
     batch_is_ffs: bool,
 ) -> Result<Applied, ApplyError> {
-    debug_assert!(policy == SCHED_OTHER || policy == SCHED_BATCH);
     let before = sched::get_attr(tid).map_err(|_| ApplyError::Gone)?;
     if !is_ffs(before.sched_policy, batch_is_ffs) {
         return Err(ApplyError::NotFair {

@@ -33,6 +33,11 @@ impl Arm {
         }
     }
 
+    /// Whether FF runs in this arm.
+    pub(super) fn runs_ff(self) -> bool {
+        !matches!(self, Arm::Default | Arm::DefaultAgain)
+    }
+
     pub(super) fn params(self, ff: FfParams) -> Option<FfParams> {
         match self {
             Arm::Default | Arm::DefaultAgain => None,
@@ -184,6 +189,7 @@ mod tests {
         assert_eq!(ff.wakeup_preemption, WakeupPreemption::Off);
         assert_eq!(Arm::Default.params(ff), None);
         assert_eq!(Arm::DefaultAgain.params(ff), None);
+        assert!(!Arm::DefaultAgain.runs_ff() && Arm::FfPreempt.runs_ff());
         assert_eq!(Arm::Ff.params(ff), Some(ff));
         let literal = Arm::FfLiteral.params(ff).unwrap();
         assert_eq!(literal.keep_default_up_to_ms, 0);

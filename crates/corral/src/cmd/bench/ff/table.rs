@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use corral_policy::faithful::FfSlice;
 
-use super::report::{Arm, ArmRuns, BenchFfReport, Run};
+use super::report::{ArmRuns, BenchFfReport, Run};
 use super::stats::Spread;
 
 /// Paper 4's published figures (Sec. IV, 24 cores, OpenSolaris TS as the
@@ -59,8 +59,7 @@ fn arm_line(o: &mut String, lead: &str, a: &ArmRuns) {
     // A run that ended inside FF's first period was never profiled: said,
     // not dropped, so the medians stay unbiased.
     let acted = a.runs.iter().filter(|r| r.quantum_ms.is_some()).count();
-    let runs_ff = a.arm != Arm::DefaultAgain;
-    if runs_ff && a.verdict.is_some() && acted < a.runs.len() {
+    if a.arm.runs_ff() && a.verdict.is_some() && acted < a.runs.len() {
         not_fair += &format!(" (FF acted in {acted}/{} runs)", a.runs.len());
     }
     let _ = writeln!(
