@@ -154,6 +154,9 @@ pub struct Monitor {
     ca: Option<crate::ca::CaDriver>,
     /// Whether this round may open files (see [`Files`]).
     files: Files,
+    /// The CPUs the monitor thread was last moved to (at first, every CPU
+    /// of the process: where it was born).
+    own_cores: Vec<u32>,
 }
 
 /// Whether the thread running the monitor's round may open files: only in a
@@ -179,6 +182,7 @@ impl Monitor {
         events: Option<EventLog>,
     ) -> Self {
         let start_ns = monotonic_ns();
+        let own_cores = cpus.clone();
         let ctrl =
             (cfg.policy == Policy::Lca).then(|| SscController::new(cfg.ssc, cpus.clone(), 0));
         let mut m = Monitor {
@@ -200,6 +204,7 @@ impl Monitor {
             series_since: 0,
             ca: None,
             files: Files::Open,
+            own_cores,
         };
         if cfg.policy.is_ca() {
             let csf = (cfg.policy == Policy::CaCsf).then(corral_policy::csf::CsfParams::default);
@@ -548,6 +553,20 @@ impl Monitor {
         Some(ctrl.place_from_monitor(&mut track.policy, None, &[], now))
     }
 
+    /// The CPUs the monitor thread must move itself to, when they changed
+    /// since the last call: the general cores while any thread is confined,
+    /// every CPU otherwise ([`SscController::observer_placement`]). `None`
+    /// without a placing policy or with no change.
+    pub fn own_move(&mut self) -> Option<Vec<u32>> {
+        let ctrl = self.ctrl.as_ref()?;
+        let cores = ctrl.cores_of(ctrl.observer_placement());
+        if cores == self.own_cores.as_slice() {
+            return None;
+        }
+        self.own_cores = cores.to_vec();
+        Some(self.own_cores.clone())
+    }
+
     /// Republishes the SSC and general sets when the bound changed.
     fn publish_placement(&mut self) {
         let Some(ctrl) = &self.ctrl else { return };
@@ -813,10 +832,15 @@ pub fn start(
                 }
                 // Relaxed: a ringing thread's rough measure of time since.
                 LAST_LOOK_NS.store(monotonic_ns(), Ordering::Relaxed);
-                let (pace, heavy, doze) = match lock_monitor().as_mut() {
-                    Some(m) => (m.tick(), m.heavy_waits, m.ca.is_none()),
+                let (pace, heavy, doze, own) = match lock_monitor().as_mut() {
+                    Some(m) => (m.tick(), m.heavy_waits, m.ca.is_none(), m.own_move()),
                     None => return,
                 };
+                if let Some(cores) = own {
+                    // Refused (a cpuset shrank under the program): the
+                    // monitor ticks where it is, as before it moved.
+                    let _ = crate::affinity::set_thread_affinity(0, &cores);
+                }
                 if let Some(nice) = priority.after(pace, heavy) {
                     // Refused without CAP_SYS_NICE: the default priority
                     // only delays ticks. Not asked again.

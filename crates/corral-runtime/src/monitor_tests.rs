@@ -94,11 +94,17 @@ fn a_waiting_thread_qualifies_and_is_placed_on_the_ssc_and_others_on_the_rest() 
     assert!(m.ctrl.as_ref().unwrap().keys_matter());
     assert_eq!(registry::SSC_MASK.cpus(), vec![0]);
     assert_eq!(registry::GENERAL_MASK.cpus(), vec![1]);
+    // The monitor itself leaves the SSC to the confined thread, once.
+    assert_eq!(m.own_move(), Some(vec![1]));
+    assert_eq!(m.own_move(), None);
     hot_go.send(()).unwrap();
     cold_go.send(()).unwrap();
     hot_join.join().unwrap();
     cold_join.join().unwrap();
     m.tick(); // both gone
+              // Nobody confined: back on every CPU.
+    assert_eq!(m.ctrl.as_ref().unwrap().lock_intensive(), 0);
+    assert_eq!(m.own_move(), Some(vec![0, 1]));
     drop(m);
     let events = read_log(&path).unwrap();
     std::fs::remove_file(&path).unwrap();

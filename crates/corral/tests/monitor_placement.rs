@@ -1,0 +1,119 @@
+//! Where corral's own monitor thread runs while the program's threads are
+//! confined: off the SSC, so that its ticks never preempt the lock holder
+//! every confined waiter is queued behind.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::process::{Command, Stdio};
+
+/// A `Cpus_allowed_list` value ("0-1,4") as a set.
+fn cpu_list(s: &str) -> BTreeSet<u32> {
+    let mut out = BTreeSet::new();
+    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => out.extend(a.parse::<u32>().unwrap()..=b.parse::<u32>().unwrap()),
+            None => {
+                out.insert(part.parse::<u32>().unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// Each task of process `pid` as (comm, allowed CPUs); tasks that end while
+/// being read are left out.
+fn tasks(pid: u32) -> Vec<(String, BTreeSet<u32>)> {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|t| {
+            let status = std::fs::read_to_string(t.path().join("status")).ok()?;
+            let field = |name: &str| {
+                status
+                    .lines()
+                    .find_map(|l| l.strip_prefix(name))
+                    .map(str::trim)
+                    .map(str::to_string)
+            };
+            Some((field("Name:")?, cpu_list(&field("Cpus_allowed_list:")?)))
+        })
+        .collect()
+}
+
+/// The pid of a child of `parent` named `comm`, if one runs.
+fn child_named(parent: u32, comm: &str) -> Option<u32> {
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // "pid (comm) state ppid ...": comm may hold spaces, so split after ')'.
+        let (head, tail) = stat.rsplit_once(')')?;
+        let name = head.split_once('(')?.1;
+        let ppid: u32 = tail.split_whitespace().nth(1)?.parse().ok()?;
+        (ppid == parent && name == comm).then_some(pid)
+    })
+}
+
+#[test]
+fn the_monitor_runs_off_the_cores_of_confined_threads() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus < 2 {
+        eprintln!("skipped: one CPU, so no core is left off the SSC");
+        return;
+    }
+    let lib = common::preload();
+    let dir = std::env::temp_dir().join(format!("corral-monitor-place.{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join("hot_lock");
+    assert!(common::build_hot_lock(&exe), "cc failed on hot_lock.c");
+    // --max-ssc 1: the search never takes every core, so the program's 8
+    // hot threads are confined to one CPU once they qualify.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_corral"))
+        .env("CORRAL_PRELOAD", &lib)
+        .args(["run", "--quiet", "--max-ssc", "1", "--"])
+        .arg(&exe)
+        .args(["8", "4000000"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (mut confined_samples, mut apart) = (0u32, 0u32);
+    let mut program = None;
+    while child.try_wait().unwrap().is_none() {
+        program = program.or_else(|| child_named(child.id(), "hot_lock"));
+        if let Some(pid) = program {
+            let seen = tasks(pid);
+            let monitor = seen.iter().find(|(name, _)| name == "corral-monitor");
+            // The SSC: the one-CPU set most of the program's threads are
+            // confined to (on 2 CPUs the general set is one CPU too).
+            let mut counts = std::collections::BTreeMap::<u32, u32>::new();
+            for (_, set) in seen.iter().filter(|(name, _)| name != "corral-monitor") {
+                if let [cpu] = set.iter().copied().collect::<Vec<_>>()[..] {
+                    *counts.entry(cpu).or_default() += 1;
+                }
+            }
+            let ssc = counts.iter().max_by_key(|(_, n)| **n).map(|(cpu, _)| *cpu);
+            if let (Some((_, mon)), Some(ssc)) = (monitor, ssc) {
+                confined_samples += 1;
+                if !mon.contains(&ssc) {
+                    apart += 1;
+                }
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(3));
+    }
+    assert!(child.wait().unwrap().success());
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(
+        confined_samples > 0,
+        "no thread was seen confined (program seen: {program:?})"
+    );
+    // The monitor moves itself in the round that confines; a sample read
+    // between a thread's move and its own may see them together, so most,
+    // not all, samples are asserted (before the fix: none).
+    assert!(
+        apart * 2 > confined_samples,
+        "the monitor shared the SSC in {} of {confined_samples} samples",
+        confined_samples - apart
+    );
+}
