@@ -328,10 +328,10 @@ fn real_create() -> CreateFn {
 ///
 /// The monitor starts just after that thread, not before it. Made before,
 /// its thread came between the program's first creates, and the program's
-/// threads ran worse placed: git grep --threads=2 took 8% longer under
-/// corral than without it (0.92x, 200 interleaved runs on 2 CPUs), 2.6%
-/// longer with the monitor made after. A bare C thread made at the same
-/// point cost the same; one made after the program's last create, nothing.
+/// threads ran worse placed: git grep --threads=2 ran at 0.89-0.92x of its
+/// speed without corral (200 interleaved runs on 2 CPUs), 0.93-0.97x with
+/// the monitor made after. A bare C thread made at the same point cost the
+/// same; one made after the program's last create, nothing.
 ///
 /// # Safety
 ///

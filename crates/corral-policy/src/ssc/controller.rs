@@ -171,7 +171,7 @@ impl SscController {
     /// millisecond while searching) runs: as a thread that is never lock
     /// intensive, on the general cores while any thread is confined. On the
     /// SSC its ticks would preempt a lock holder that every confined waiter
-    /// is queued behind, and its own sleeps there ran 3-4x long.
+    /// is queued behind, and its own 1 ms sleeps there took 3-4 ms.
     #[inline]
     pub fn observer_placement(&self) -> Placement {
         Placement::of(MigState::General, self.lock_intensive())
