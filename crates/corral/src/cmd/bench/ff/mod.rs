@@ -69,8 +69,9 @@ pub(crate) struct BenchFfArgs {
     pub(crate) with_wakeup_preemption: bool,
     /// Also run the default scheduler a second time (an arm
     /// `default-again`, in the same shuffled order): its ratio to
-    /// `default` is this machine's noise at that point, against which to
-    /// read FF's (on a shared 2-core VM, +-15% between runs).
+    /// `default` is this machine's noise at that point (on a shared 2-core
+    /// VM, +-15% between runs). FF's gain, loss or cut then counts only
+    /// when farther from 1x than default-again's.
     #[arg(long)]
     pub(crate) with_control: bool,
     /// Skip the two-programs-at-once runs (paper 4 Fig. 11).

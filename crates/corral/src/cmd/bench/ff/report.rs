@@ -175,12 +175,67 @@ pub(super) fn summarise(arms: &[Arm], runs: Vec<Vec<Run>>) -> Vec<ArmRuns> {
             runs,
         });
     }
+    // With a control, FF's verdicts are read against the machine's noise.
+    let control = out
+        .iter()
+        .find(|a| a.arm == Arm::DefaultAgain)
+        .and_then(|a| a.verdict);
+    if let Some(control) = control {
+        for a in out.iter_mut().filter(|a| a.arm.runs_ff()) {
+            a.verdict = a.verdict.map(|v| v.against(&control));
+        }
+    }
     out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn runs(throughputs: &[f64]) -> Vec<Run> {
+        throughputs
+            .iter()
+            .map(|&throughput| Run {
+                throughput,
+                voluntary: 0,
+                involuntary: 1000,
+                quantum_ms: None,
+                slice: None,
+                slice_ns: None,
+                lock_contention: None,
+                threads_not_fair: None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn with_a_control_ffs_verdicts_are_read_against_it() {
+        let arms = [Arm::Default, Arm::Ff, Arm::DefaultAgain];
+        let out = summarise(
+            &arms,
+            vec![
+                runs(&[100.0, 98.0, 102.0]),
+                runs(&[85.0, 84.0, 86.0]),
+                runs(&[84.0, 83.0, 85.0]),
+            ],
+        );
+        let ff = out[1].verdict.unwrap();
+        assert_eq!(ff.throughput, crate::cmd::bench::ff::stats::Change::Same);
+        assert_eq!(ff.control_throughput_ratio, Some(0.84));
+        // The control itself keeps its plain verdict.
+        let again = out[2].verdict.unwrap();
+        assert_eq!(
+            again.throughput,
+            crate::cmd::bench::ff::stats::Change::Lower
+        );
+        assert_eq!(again.control_throughput_ratio, None);
+        // Without the control the same FF runs are a loss.
+        let alone = summarise(
+            &arms[..2],
+            vec![runs(&[100.0, 98.0, 102.0]), runs(&[85.0, 84.0, 86.0])],
+        );
+        assert_eq!(alone[1].verdict.unwrap().word(), "LOSS");
+    }
 
     #[test]
     fn each_arm_runs_what_its_name_says() {

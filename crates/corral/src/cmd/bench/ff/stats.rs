@@ -84,6 +84,9 @@ pub(crate) struct Verdict {
     pub(crate) involuntary_ratio: f64,
     /// `Lower` is a cut.
     pub(crate) involuntary: Change,
+    /// `default-again`'s throughput ratio at this point (--with-control):
+    /// the machine's noise this verdict was read against.
+    pub(crate) control_throughput_ratio: Option<f64>,
 }
 
 impl Verdict {
@@ -101,6 +104,34 @@ impl Verdict {
             throughput: Change::judge(def.0, arm.0),
             involuntary_ratio: ratio(def.1, arm.1),
             involuntary: Change::judge(def.1, arm.1),
+            control_throughput_ratio: None,
+        }
+    }
+
+    /// Read against `control`, the default scheduler's second arm at the
+    /// same point: a change no farther from 1x than the control's own
+    /// ratio is this machine's noise, not FF's doing.
+    pub(crate) fn against(self, control: &Verdict) -> Verdict {
+        let beyond = |change: Change, ratio: f64, noise: f64| {
+            if change != Change::Same && (ratio - 1.0).abs() <= (noise - 1.0).abs() {
+                Change::Same
+            } else {
+                change
+            }
+        };
+        Verdict {
+            throughput: beyond(
+                self.throughput,
+                self.throughput_ratio,
+                control.throughput_ratio,
+            ),
+            involuntary: beyond(
+                self.involuntary,
+                self.involuntary_ratio,
+                control.involuntary_ratio,
+            ),
+            control_throughput_ratio: Some(control.throughput_ratio),
+            ..self
         }
     }
 
@@ -159,6 +190,25 @@ mod tests {
         );
         assert_eq!(v.word(), "gain, icx cut");
         assert!((v.throughput_ratio - 2.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_change_within_the_controls_own_distance_is_noise() {
+        let base = s(&[100.0, 98.0, 102.0]);
+        let icx = s(&[1000.0, 990.0, 1010.0]);
+        // 15% down with ranges apart: a loss on its own.
+        let ff = Verdict::of((&base, &icx), (&s(&[85.0, 84.0, 86.0]), &icx));
+        assert_eq!(ff.throughput, Change::Lower);
+        // The default again read 0.84x: the machine moved as far.
+        let noisy = Verdict::of((&base, &icx), (&s(&[84.0, 83.0, 85.0]), &icx));
+        let read = ff.against(&noisy);
+        assert_eq!(read.throughput, Change::Same);
+        assert_eq!(read.control_throughput_ratio, Some(0.84));
+        assert_eq!(read.word(), "same");
+        // The default again read 0.97x: FF's 0.85x stays a loss.
+        let quiet = Verdict::of((&base, &icx), (&s(&[97.0, 96.0, 98.0]), &icx));
+        assert_eq!(ff.against(&quiet).throughput, Change::Lower);
+        assert_eq!(ff.against(&quiet).word(), "LOSS");
     }
 
     #[test]

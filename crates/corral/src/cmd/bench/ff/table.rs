@@ -83,7 +83,8 @@ pub(crate) fn render(r: &BenchFfReport) -> String {
     let _ = writeln!(
         o,
         "bench ff: {} cores, FF period {} ms, {} runs per arm in one shuffled order (seed {}); \
-         median (min-max); a LOSS is FF < 0.95x with ranges apart; quantum = Table I ms \
+         median (min-max); a LOSS is FF < 0.95x with ranges apart (and, with default-again, \
+         farther from 1x than it); quantum = Table I ms \
          (slice read back, ms; dflt: kernel default kept, Table I rows <= {} ms)",
         r.cores, r.period_ms, r.repeat, r.seed, r.keep_default_up_to_ms
     );
