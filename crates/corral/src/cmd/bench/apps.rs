@@ -61,6 +61,9 @@ THE COLUMNS
   ALG       `corral run --lock ALG -- PROG` (policy lca). `futex` is the
             default's algorithm: its column measures the default again, which
             shows the run-to-run noise.
+  glibc-again
+            with --with-control: the program alone a second time, last in
+            each round; its ratio is glibc against itself, the machine's noise.
 
 HOW A POINT IS MEASURED
   For each program and thread count the glibc run is timed first to pick an
@@ -76,7 +79,9 @@ THE VERDICT
   throughput is below 0.95x glibc's, or its throughput is within 0.95-1.05x and
   its CPU time above 1.2x glibc's. Nothing is left out for looking bad; with
   --repeat, a throughput loss whose median lies inside glibc's own range over
-  its repeats is marked so (glibc's run-to-run noise is that wide there).
+  its repeats is marked so (glibc's run-to-run noise is that wide there),
+  and with --with-control one no farther from 1x than glibc-again's ratio is
+  marked \"within the machine's noise\". Marked losses still count.
 
 EXAMPLES
   corral bench apps                                  the whole table (minutes)
@@ -100,6 +105,12 @@ pub(crate) struct BenchAppsArgs {
     /// Runs of each point; with more than one the medians are reported.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=99))]
     pub(crate) repeat: u32,
+    /// Also run each program without corral a second time (column
+    /// `glibc-again`, last in every round): its ratio to glibc is the
+    /// machine's noise at that point, and a loss no farther from 1x than it
+    /// is marked so in the verdict.
+    #[arg(long)]
+    pub(crate) with_control: bool,
     /// Print the JSON document instead of the tables.
     #[arg(long)]
     pub(crate) json: bool,
@@ -231,6 +242,10 @@ pub(crate) fn run(args: BenchAppsArgs) -> Result<(), CliError> {
     }
     let mut columns = vec![Column::Glibc];
     columns.extend(args.locks.0.iter().copied());
+    if args.with_control {
+        // Last in each round: as far in time from glibc as any column.
+        columns.push(Column::GlibcAgain);
+    }
     // Opened now: an unwritable path is refused before minutes of running.
     let report_file = match &args.report {
         Some(path) => Some(
@@ -310,6 +325,7 @@ pub(crate) fn run(args: BenchAppsArgs) -> Result<(), CliError> {
         }
     }
     drop(fx);
+    report::attach_control(&mut points);
     let losses: Vec<Loss> = points
         .iter()
         .filter(|p| p.config == Column::Default.name())

@@ -343,6 +343,9 @@ fn field(text: &str, key: &str) -> Result<f64, String> {
 pub(crate) enum Column {
     /// The program alone.
     Glibc,
+    /// The program alone again (--with-control): its ratio to `Glibc` is
+    /// the machine's run-to-run noise at that point.
+    GlibcAgain,
     /// `corral run -- PROG`.
     Default,
     /// `corral run --lock ALG -- PROG`.
@@ -354,6 +357,7 @@ impl Column {
     pub(crate) fn name(self) -> &'static str {
         match self {
             Column::Glibc => "glibc",
+            Column::GlibcAgain => "glibc-again",
             Column::Default => "default",
             Column::Lock(alg) => alg.name(),
         }
@@ -362,7 +366,7 @@ impl Column {
     /// The configuration `corral run` would pass; `None` for glibc.
     pub(crate) fn config(self) -> Option<RuntimeConfig> {
         match self {
-            Column::Glibc => None,
+            Column::Glibc | Column::GlibcAgain => None,
             Column::Default => Some(RuntimeConfig::default()),
             Column::Lock(lock) => Some(RuntimeConfig {
                 lock,

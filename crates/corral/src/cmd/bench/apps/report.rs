@@ -59,6 +59,9 @@ pub(crate) struct AppPoint {
     pub(crate) units: Option<f64>,
     /// Throughput over glibc's at the same thread count.
     pub(crate) ratio_vs_glibc: Option<f64>,
+    /// glibc-again's throughput over glibc's at this point (corral columns,
+    /// with --with-control): the machine's noise the ratio stands in.
+    pub(crate) control_ratio: Option<f64>,
     /// CPU time per unit of work over glibc's (for a fixed amount of work,
     /// simply CPU time over glibc's).
     pub(crate) cpu_ratio_vs_glibc: Option<f64>,
@@ -159,6 +162,7 @@ pub(super) fn point(
         ratio_vs_glibc: base
             .and_then(|g| Some(throughput? / g.throughput?.max(1e-12)))
             .or_else(|| (column == Column::Glibc && status == Status::Ok).then_some(1.0)),
+        control_ratio: None,
         cpu_ratio_vs_glibc: (status == Status::Ok)
             .then(|| base.map(|g| cpu_per_unit(cpu_s, units) / cpu_per_unit(g.cpu_s, g.units)))
             .flatten()
@@ -185,16 +189,45 @@ pub(super) fn loss_of(p: &AppPoint) -> Option<String> {
     let r = p.ratio_vs_glibc?;
     let c = p.cpu_ratio_vs_glibc.unwrap_or(1.0);
     if r < MIN_RATIO {
-        let noise = if p.inside_glibc_range == Some(true) {
-            " (inside glibc's own range over the repeats)"
+        let mut noise = Vec::new();
+        if p.inside_glibc_range == Some(true) {
+            noise.push("inside glibc's own range over the repeats".to_string());
+        }
+        if let Some(c) = p.control_ratio.filter(|&c| within_noise(r, c)) {
+            noise.push(format!("within the machine's noise: glibc-again {c:.2}x"));
+        }
+        let noise = if noise.is_empty() {
+            String::new()
         } else {
-            ""
+            format!(" ({})", noise.join("; "))
         };
         Some(format!("throughput {r:.2}x{noise}"))
     } else if r <= EQUAL_BAND && c > MAX_CPU_RATIO {
         Some(format!("cpu {c:.2}x at throughput {r:.2}x"))
     } else {
         None
+    }
+}
+
+/// Whether a throughput ratio `r` is no farther from 1x than `control`,
+/// glibc measured against itself at the same point.
+pub(super) fn within_noise(r: f64, control: f64) -> bool {
+    (r - 1.0).abs() <= (control - 1.0).abs()
+}
+
+/// Fills each corral point's `control_ratio` from the glibc-again point of
+/// its program and thread count, where one was measured.
+pub(super) fn attach_control(points: &mut [AppPoint]) {
+    let controls: Vec<(App, u32, f64)> = points
+        .iter()
+        .filter(|p| p.config == Column::GlibcAgain.name())
+        .filter_map(|p| Some((p.app, p.threads, p.ratio_vs_glibc?)))
+        .collect();
+    for p in points.iter_mut().filter(|p| p.lock.is_some()) {
+        p.control_ratio = controls
+            .iter()
+            .find(|(app, n, _)| *app == p.app && *n == p.threads)
+            .map(|c| c.2);
     }
 }
 
@@ -345,8 +378,17 @@ pub(super) fn verdict(losses: &[String], measured: usize) -> String {
             "verdict: corral's default loses at none of {measured} points (throughput >= {MIN_RATIO}x glibc; CPU <= {MAX_CPU_RATIO}x where throughput is within {MIN_RATIO}-{EQUAL_BAND}x)"
         )
     } else {
+        let noisy = losses
+            .iter()
+            .filter(|l| l.contains("within the machine's noise"))
+            .count();
+        let of_them = if noisy > 0 {
+            format!(" ({noisy} of them within the machine's noise)")
+        } else {
+            String::new()
+        };
         format!(
-            "verdict: corral's default LOSES at {} of {measured} points: {}",
+            "verdict: corral's default LOSES at {} of {measured} points{of_them}: {}",
             losses.len(),
             losses.join("; ")
         )
@@ -441,6 +483,41 @@ mod tests {
         let failed = p(Column::Default, Status::Failed, 0.0, 1.0);
         assert_eq!(failed.throughput, None);
         assert_eq!(failed.ratio_vs_glibc, None);
+    }
+
+    #[test]
+    fn a_loss_no_larger_than_glibc_against_itself_is_marked_noise() {
+        let mut points = vec![
+            p(Column::GlibcAgain, Status::Ok, 88.0, 1.0),
+            p(Column::Default, Status::Ok, 90.0, 1.0),
+        ];
+        // A corral column at another thread count gets no control.
+        let mut other = p(Column::Default, Status::Ok, 90.0, 1.0);
+        other.threads = 8;
+        points.push(other);
+        attach_control(&mut points);
+        assert_eq!(points[0].control_ratio, None);
+        assert!((points[1].control_ratio.unwrap() - 0.88).abs() < 1e-9);
+        assert_eq!(points[2].control_ratio, None);
+        assert_eq!(
+            loss_of(&points[1]).unwrap(),
+            "throughput 0.90x (within the machine's noise: glibc-again 0.88x)"
+        );
+        assert_eq!(loss_of(&points[2]).unwrap(), "throughput 0.90x");
+        // glibc read itself at 0.97x: a 0.90x default is a loss beyond it.
+        let mut quiet = p(Column::Default, Status::Ok, 90.0, 1.0);
+        quiet.control_ratio = Some(0.97);
+        assert_eq!(loss_of(&quiet).unwrap(), "throughput 0.90x");
+        // Noise read the other way (glibc-again faster) counts the same.
+        assert!(within_noise(0.90, 1.12) && !within_noise(0.90, 1.05));
+        let v = verdict(
+            &[loss_of(&points[1]).unwrap(), loss_of(&points[2]).unwrap()],
+            3,
+        );
+        assert!(
+            v.starts_with("verdict: corral's default LOSES at 2 of 3 points (1 of them within the machine's noise): "),
+            "{v}"
+        );
     }
 
     #[test]
