@@ -127,14 +127,10 @@ fn the_monitor_is_made_after_the_programs_first_thread() {
     let dir = std::env::temp_dir().join(format!("corral-first-thread.{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let exe = dir.join("first_thread");
-    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/first_thread.c");
-    let built = Command::new("cc")
-        .args(["-O1", "-pthread", "-o"])
-        .arg(&exe)
-        .arg(src)
-        .status()
-        .unwrap();
-    assert!(built.success(), "cc failed on {src}");
+    assert!(
+        common::build_fixture("first_thread.c", &exe),
+        "cc failed on first_thread.c"
+    );
     let out = Command::new(env!("CARGO_BIN_EXE_corral"))
         .env("CORRAL_PRELOAD", common::preload())
         .args(["run", "--quiet", "--"])

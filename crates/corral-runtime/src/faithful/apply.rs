@@ -102,25 +102,20 @@ pub(super) fn is_ffs(held: u32, batch_is_ffs: bool) -> bool {
 
 /// Gives thread `tid` the fair class `policy` (SCHED_OTHER, or SCHED_BATCH
 /// for no wake-up preemption), `nice` and a slice of `slice_ns`, and reads
-/// them back; a thread in a class the program chose is left alone. A
-/// nice value it may not take (raising priority needs CAP_SYS_NICE) leaves
-/// its own, with the rest still applied.
+/// them back. `held` is what the caller just read of it, with its class
+/// already judged FF's to set (`is_ffs`). A nice value it may not take
+/// (raising priority needs CAP_SYS_NICE) leaves its own, with the rest
+/// still applied.
 pub fn apply(
     tid: i32,
+    held: &Applied,
     policy: u32,
     nice: i32,
     slice_ns: u64,
-    batch_is_ffs: bool,
 ) -> Result<Applied, ApplyError> {
-    let before = sched::get_attr(tid).map_err(|_| ApplyError::Gone)?;
-    if !is_ffs(before.sched_policy, batch_is_ffs) {
-        return Err(ApplyError::NotFair {
-            policy: before.sched_policy,
-        });
-    }
     let set = match sched::set_fair(tid, policy, nice, slice_ns) {
-        Err(libc::EPERM | libc::EACCES) if before.sched_nice != nice => {
-            sched::set_fair(tid, policy, before.sched_nice, slice_ns)
+        Err(libc::EPERM | libc::EACCES) if held.nice != nice => {
+            sched::set_fair(tid, policy, held.nice, slice_ns)
         }
         r => r,
     };
@@ -129,12 +124,7 @@ pub fn apply(
         Err(libc::ESRCH) => return Err(ApplyError::Gone),
         Err(e) => return Err(ApplyError::Refused(e)),
     }
-    let after = sched::get_attr(tid).map_err(|_| ApplyError::Gone)?;
-    Ok(Applied {
-        slice_ns: after.sched_runtime,
-        nice: after.sched_nice,
-        policy: after.sched_policy,
-    })
+    read_back(tid).ok_or(ApplyError::Gone)
 }
 
 /// What thread `tid` holds now, without changing it.

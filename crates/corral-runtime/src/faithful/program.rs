@@ -130,17 +130,15 @@ impl FfProgram {
             FfSlice::Default => self.default_slice_ns,
             FfSlice::Ms { .. } => Some(want_ns.clamp(SLICE_MIN_NS, SLICE_MAX_NS)),
         };
-        if self.own_batch.is_none() {
-            let own = tasks
-                .iter()
-                .filter(|t| apply::read_back(t.tid).is_some_and(|a| a.policy == SCHED_BATCH))
-                .map(|t| t.tid)
-                .collect();
-            self.own_batch = Some(own);
+        // The first period notes the threads already in SCHED_BATCH as it
+        // reads each one (`hold`).
+        let first = self.own_batch.is_none();
+        if first {
+            self.own_batch = Some(HashSet::new());
         }
         let mut tally = Tally::default();
         for &task in tasks {
-            let now = self.hold(task.tid, want_ns, expect, &mut tally);
+            let now = self.hold(task.tid, want_ns, expect, first, &mut tally);
             match now {
                 Ok(a) => {
                     tally.slice_ns = Some(tally.slice_ns.map_or(a.slice_ns, |s| s.max(a.slice_ns)));
@@ -187,14 +185,22 @@ impl FfProgram {
     /// Makes thread `tid` hold the program's class, nice value and a slice
     /// of `want_ns` (0: the kernel's default), written only where it does
     /// not hold them (`expect`: the slice it should read back, if known).
+    /// In FF's `first` period a thread found in SCHED_BATCH is the
+    /// program's own.
     fn hold(
         &mut self,
         tid: i32,
         want_ns: u64,
         expect: Option<u64>,
+        first: bool,
         tally: &mut Tally,
     ) -> Result<Applied, ApplyError> {
         let held = apply::read_back(tid).ok_or(ApplyError::Gone)?;
+        if first && held.policy == SCHED_BATCH {
+            if let Some(own) = self.own_batch.as_mut() {
+                own.insert(tid);
+            }
+        }
         let batch_is_ffs = self.policy == SCHED_BATCH
             && !self
                 .own_batch
@@ -219,7 +225,7 @@ impl FfProgram {
             let _ = corral_locks::sys::sched::set_nice(tid, self.nice);
             return apply::read_back(tid).ok_or(ApplyError::Gone);
         }
-        let r = apply::apply(tid, self.policy, self.nice, want_ns, batch_is_ffs);
+        let r = apply::apply(tid, &held, self.policy, self.nice, want_ns);
         if self.slice == SliceSupport::Untried {
             self.slice = SliceSupport::judge(want_ns, r);
         }

@@ -7,7 +7,15 @@ use std::process::Command;
 /// Builds `tests/fixtures/hot_lock.c` with debug info at `exe`; false
 /// without a C compiler.
 pub(crate) fn build_hot_lock(exe: &Path) -> bool {
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hot_lock.c");
+    build_fixture("hot_lock.c", exe)
+}
+
+/// Builds `tests/fixtures/<source>` with debug info at `exe`; false
+/// without a C compiler.
+pub(crate) fn build_fixture(source: &str, exe: &Path) -> bool {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(source);
     Command::new("cc")
         .args(["-g", "-O1", "-pthread", "-o"])
         .arg(exe)

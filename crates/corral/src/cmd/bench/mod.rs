@@ -12,6 +12,13 @@ mod worker;
 
 use crate::CliError;
 
+/// Whether a ratio `r` to a baseline is no farther from 1x than `control`,
+/// the baseline measured against itself at the same point: the machine's
+/// own noise there (bench apps' glibc-again, bench ff's default-again).
+pub(crate) fn within_noise(r: f64, control: f64) -> bool {
+    (r - 1.0).abs() <= (control - 1.0).abs()
+}
+
 /// The `corral bench` subcommands.
 #[derive(clap::Subcommand)]
 pub(crate) enum BenchCommand {

@@ -5,6 +5,7 @@ use corral_runtime::config::RuntimeConfig;
 use serde::Serialize;
 
 use super::catalog::{App, Column, Done};
+use crate::cmd::bench::within_noise;
 
 /// A point loses when its throughput is below this share of glibc's...
 pub(super) const MIN_RATIO: f64 = 0.95;
@@ -207,12 +208,6 @@ pub(super) fn loss_of(p: &AppPoint) -> Option<String> {
     } else {
         None
     }
-}
-
-/// Whether a throughput ratio `r` is no farther from 1x than `control`,
-/// glibc measured against itself at the same point.
-pub(super) fn within_noise(r: f64, control: f64) -> bool {
-    (r - 1.0).abs() <= (control - 1.0).abs()
 }
 
 /// Fills each corral point's `control_ratio` from the glibc-again point of

@@ -113,7 +113,7 @@ impl Verdict {
     /// ratio is this machine's noise, not FF's doing.
     pub(crate) fn against(self, control: &Verdict) -> Verdict {
         let beyond = |change: Change, ratio: f64, noise: f64| {
-            if change != Change::Same && (ratio - 1.0).abs() <= (noise - 1.0).abs() {
+            if crate::cmd::bench::within_noise(ratio, noise) {
                 Change::Same
             } else {
                 change
