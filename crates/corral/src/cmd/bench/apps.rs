@@ -7,6 +7,7 @@ pub(crate) mod catalog;
 pub(crate) mod fixture;
 mod measure;
 mod report;
+mod scaling;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -326,6 +327,7 @@ pub(crate) fn run(args: BenchAppsArgs) -> Result<(), CliError> {
     }
     drop(fx);
     report::attach_control(&mut points);
+    scaling::attach_own_rate(&mut points);
     let losses: Vec<Loss> = points
         .iter()
         .filter(|p| p.config == Column::Default.name())

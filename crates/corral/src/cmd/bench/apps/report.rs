@@ -66,6 +66,9 @@ pub(crate) struct AppPoint {
     /// CPU time per unit of work over glibc's (for a fixed amount of work,
     /// simply CPU time over glibc's).
     pub(crate) cpu_ratio_vs_glibc: Option<f64>,
+    /// Throughput over the same column's at one thread, where one thread
+    /// was measured: how much of its single-thread rate it keeps.
+    pub(crate) ratio_vs_own_one_thread: Option<f64>,
     /// The work each run was given (locks, events, ops, copies or runs).
     pub(crate) work: u64,
     /// Runs behind the medians.
@@ -168,6 +171,7 @@ pub(super) fn point(
             .then(|| base.map(|g| cpu_per_unit(cpu_s, units) / cpu_per_unit(g.cpu_s, g.units)))
             .flatten()
             .or_else(|| (column == Column::Glibc).then_some(1.0)),
+        ratio_vs_own_one_thread: None,
         work,
         repeats: samples.len() as u32,
         ssc_bound: samples.last().and_then(|s| s.ssc_bound),
@@ -336,6 +340,9 @@ pub(super) fn print_app(app: App, points: &[AppPoint], threads: &[u32], columns:
         .filter(|p| p.app == app && p.config == Column::Default.name())
         .count();
     println!("{}", verdict(&losses, measured));
+    if let Some(line) = super::scaling::line(app, points) {
+        println!("{line}");
+    }
     if let Some(line) = noise(app, points) {
         println!("{line}");
     }
