@@ -381,6 +381,9 @@ pub(crate) fn run(args: BenchAppsArgs) -> Result<(), CliError> {
     );
     for &app in apps {
         print_app(app, &report.points, &args.threads, &columns);
+        if let Some(line) = scaling::line(app, &report.points) {
+            println!("{line}");
+        }
     }
     let all: Vec<String> = report
         .losses

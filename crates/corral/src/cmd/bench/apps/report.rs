@@ -340,9 +340,6 @@ pub(super) fn print_app(app: App, points: &[AppPoint], threads: &[u32], columns:
         .filter(|p| p.app == app && p.config == Column::Default.name())
         .count();
     println!("{}", verdict(&losses, measured));
-    if let Some(line) = super::scaling::line(app, points) {
-        println!("{line}");
-    }
     if let Some(line) = noise(app, points) {
         println!("{line}");
     }
