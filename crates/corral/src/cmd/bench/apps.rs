@@ -104,10 +104,12 @@ pub(crate) struct BenchAppsArgs {
     #[arg(long, value_name = "MS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(10..=600_000))]
     pub(crate) duration_ms: u64,
     /// Runs of each point; with more than one the medians are reported.
+    /// Each repeat runs every column once, starting one column later than
+    /// the repeat before.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=99))]
     pub(crate) repeat: u32,
     /// Also run each program without corral a second time (column
-    /// `glibc-again`, last in every round): its ratio to glibc is the
+    /// `glibc-again`): its ratio to glibc is the
     /// machine's noise at that point, and a loss no farther from 1x than it
     /// is marked so in the verdict.
     #[arg(long)]
@@ -291,8 +293,9 @@ pub(crate) fn run(args: BenchAppsArgs) -> Result<(), CliError> {
             let work = bench.calibrate(app, n, target)?;
             let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); columns.len()];
             // Repeats go round all columns, so drift hits every column alike.
-            for _ in 0..args.repeat {
-                for (i, &c) in columns.iter().enumerate() {
+            for r in 0..args.repeat {
+                for i in round_order(r, columns.len()) {
+                    let c = columns[i];
                     let s = bench.sample(app, c, n, work)?;
                     done += 1;
                     let elapsed = started.elapsed().as_secs_f64();
@@ -400,9 +403,31 @@ pub(crate) fn run(args: BenchAppsArgs) -> Result<(), CliError> {
     Ok(())
 }
 
+/// The columns' order in repeat `r` of `n` columns: rotated by one each
+/// repeat, so that over `n` repeats each column runs once in each place.
+/// A place can favour its column: the first runs right after the sizing
+/// probes, the others each after a heavier or lighter column.
+fn round_order(r: u32, n: usize) -> impl Iterator<Item = usize> {
+    (0..n).map(move |i| (i + r as usize) % n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn over_as_many_repeats_as_columns_each_runs_once_in_each_place() {
+        let n = 3;
+        let rounds: Vec<Vec<usize>> = (0..3).map(|r| round_order(r, n).collect()).collect();
+        assert_eq!(rounds, [[0, 1, 2], [1, 2, 0], [2, 0, 1]]);
+        for place in 0..n {
+            let mut at_place: Vec<usize> = rounds.iter().map(|round| round[place]).collect();
+            at_place.sort_unstable();
+            assert_eq!(at_place, [0, 1, 2], "place {place}");
+        }
+        // A single repeat keeps the columns' own order.
+        assert_eq!(round_order(0, 4).collect::<Vec<_>>(), [0, 1, 2, 3]);
+    }
 
     #[test]
     fn lists_parse_and_errors_name_the_choices() {
