@@ -563,7 +563,9 @@ impl Monitor {
         if cores == self.own_cores.as_slice() {
             return None;
         }
-        self.own_cores = cores.to_vec();
+        // Into the kept buffer, so the one allocation is the copy returned.
+        self.own_cores.clear();
+        self.own_cores.extend_from_slice(cores);
         Some(self.own_cores.clone())
     }
 

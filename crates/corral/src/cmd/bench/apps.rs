@@ -63,8 +63,8 @@ THE COLUMNS
             default's algorithm: its column measures the default again, which
             shows the run-to-run noise.
   glibc-again
-            with --with-control: the program alone a second time, last in
-            each round; its ratio is glibc against itself, the machine's noise.
+            with --with-control: the program alone a second time; its ratio
+            is glibc against itself, the machine's noise.
 
 HOW A POINT IS MEASURED
   For each program and thread count the glibc run is timed first to pick an
@@ -109,9 +109,9 @@ pub(crate) struct BenchAppsArgs {
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=99))]
     pub(crate) repeat: u32,
     /// Also run each program without corral a second time (column
-    /// `glibc-again`): its ratio to glibc is the
-    /// machine's noise at that point, and a loss no farther from 1x than it
-    /// is marked so in the verdict.
+    /// `glibc-again`): its ratio to glibc is the machine's noise at that
+    /// point, and a loss no farther from 1x than it is marked so in the
+    /// verdict.
     #[arg(long)]
     pub(crate) with_control: bool,
     /// Print the JSON document instead of the tables.
@@ -246,7 +246,6 @@ pub(crate) fn run(args: BenchAppsArgs) -> Result<(), CliError> {
     let mut columns = vec![Column::Glibc];
     columns.extend(args.locks.0.iter().copied());
     if args.with_control {
-        // Last in each round: as far in time from glibc as any column.
         columns.push(Column::GlibcAgain);
     }
     // Opened now: an unwritable path is refused before minutes of running.

@@ -36,12 +36,9 @@ pub(super) fn attach_own_rate(points: &mut [AppPoint]) {
 /// a program whose work is one lock, the points below [`KEEPS_OWN_RATE`].
 /// `None` without a 1-thread point of the default.
 pub(super) fn line(app: App, points: &[AppPoint]) -> Option<String> {
-    let default: Vec<&AppPoint> = points
+    let ratios: Vec<(u32, f64)> = points
         .iter()
         .filter(|p| p.app == app && p.config == Column::Default.name() && p.threads > 1)
-        .collect();
-    let ratios: Vec<(u32, f64)> = default
-        .iter()
         .filter_map(|p| Some((p.threads, p.ratio_vs_own_one_thread?)))
         .collect();
     if ratios.is_empty() {
