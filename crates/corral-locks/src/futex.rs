@@ -3,6 +3,9 @@
 use crate::sync::{const_fn_unless_loom, AtomicU32, Ordering};
 #[cfg(all(target_os = "linux", not(loom)))]
 use crate::sys::futex::{wait, wake, Sharing};
+// Under loom a sleeper really blocks, so a lost wake-up is a reported deadlock.
+#[cfg(all(target_os = "linux", loom))]
+use crate::sys::futex_model::{wait, wake, Sharing};
 use crate::RawLock;
 
 /// Nobody holds the lock.
@@ -89,22 +92,22 @@ impl RawLock for FutexLock {
 }
 
 /// Sleeps while `*word == expected` (spurious wake-ups are fine: callers loop).
-#[cfg(all(target_os = "linux", not(loom)))]
+#[cfg(target_os = "linux")]
 #[cold]
 pub(crate) fn futex_wait(word: &AtomicU32, expected: u32) {
     wait(word, expected, Sharing::Private);
 }
 
 /// Wakes at most one thread sleeping on `word`.
-#[cfg(all(target_os = "linux", not(loom)))]
+#[cfg(target_os = "linux")]
 #[cold]
 pub(crate) fn futex_wake_one(word: &AtomicU32) {
     wake(word, 1, Sharing::Private);
 }
 
-/// Stand-in off Linux and under loom: "sleeping" is yielding and
-/// re-checking, which keeps the state machine's logic intact.
-#[cfg(any(not(target_os = "linux"), loom))]
+/// Stand-in off Linux: "sleeping" is yielding and re-checking, which
+/// keeps the state machine's logic intact.
+#[cfg(not(target_os = "linux"))]
 #[cold]
 pub(crate) fn futex_wait(word: &AtomicU32, expected: u32) {
     if word.load(Ordering::Relaxed) == expected {
@@ -112,7 +115,7 @@ pub(crate) fn futex_wait(word: &AtomicU32, expected: u32) {
     }
 }
 
-/// Stand-in off Linux and under loom: waiters re-check on their own.
-#[cfg(any(not(target_os = "linux"), loom))]
+/// Stand-in off Linux: waiters re-check on their own.
+#[cfg(not(target_os = "linux"))]
 #[cold]
 pub(crate) fn futex_wake_one(_word: &AtomicU32) {}

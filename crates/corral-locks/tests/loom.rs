@@ -1,15 +1,15 @@
-//! loom model checks of the queue and ticket locks and the reader-writer
-//! lock: every interleaving (up to a preemption bound) of 2-4 threads
-//! accessing a loom `UnsafeCell` under the lock, which loom reports if two
-//! accesses are not ordered by the lock. The reader-writer lock's sleepers
-//! block in loom's futex model, so a lost wake-up ends in a reported
-//! deadlock.
+//! loom model checks of the queue, ticket and futex locks and the
+//! reader-writer lock: every interleaving (up to a preemption bound) of 2-4
+//! threads accessing a loom `UnsafeCell` under the lock, which loom reports
+//! if two accesses are not ordered by the lock. The futex lock's and the
+//! reader-writer lock's sleepers block in loom's futex model, so a lost
+//! wake-up ends in a reported deadlock.
 #![cfg(loom)]
 
 use corral_locks::sys::clock::DeadlineClock;
 use corral_locks::sys::futex_model::expire_deadlines;
 use corral_locks::{
-    ClhLock, ClhNode, K42Lock, McsLock, McsNode, RawLock, RwDeadline, RwError, RwLock,
+    ClhLock, ClhNode, FutexLock, K42Lock, McsLock, McsNode, RawLock, RwDeadline, RwError, RwLock,
     RwPreference, TicketLock,
 };
 use loom::cell::UnsafeCell;
@@ -187,6 +187,16 @@ fn k42_two_threads() {
 #[test]
 fn k42_three_threads() {
     check(3, K42Lock::new, raw_critical::<K42Lock>);
+}
+
+#[test]
+fn futex_two_threads() {
+    check(2, FutexLock::new, raw_critical::<FutexLock>);
+}
+
+#[test]
+fn futex_three_threads() {
+    check(3, FutexLock::new, raw_critical::<FutexLock>);
 }
 
 /// Any deadline: in the futex model it passes at `expire_deadlines`.
