@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 /// One thread of a run: whether it was lock intensive, and its contended
@@ -62,14 +62,7 @@ fn real_time_threads_are_never_confined_while_fair_ones_are() {
     let dir = std::env::temp_dir().join(format!("corral-realtime-test.{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let exe = dir.join("rt_lock");
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rt_lock.c");
-    let built = Command::new("cc")
-        .args(["-O2", "-pthread", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .status()
-        .is_ok_and(|s| s.success());
-    if !built {
+    if !common::build_fixture("rt_lock.c", &exe) {
         eprintln!("skipped: no C compiler");
         return;
     }

@@ -2,6 +2,8 @@
 //! the program starts; a run passes the program's exit code through and
 //! writes the report.
 
+mod common;
+
 use std::process::Command;
 
 fn corral() -> Command {
@@ -158,14 +160,10 @@ fn threads_that_yield_inside_their_critical_sections_are_not_confined() {
     let dir = std::env::temp_dir().join(format!("corral-yield-test.{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let exe = dir.join("yield_lock");
-    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/yield_lock.c");
-    let built = std::process::Command::new("cc")
-        .args(["-O1", "-pthread", "-w", "-o"])
-        .arg(&exe)
-        .arg(src)
-        .status()
-        .unwrap();
-    assert!(built.success(), "cc failed on {src}");
+    assert!(
+        common::build_fixture("yield_lock.c", &exe),
+        "cc failed on yield_lock.c"
+    );
     let report = dir.join("report.json");
     let out = corral()
         .env("CORRAL_PRELOAD", &lib)
