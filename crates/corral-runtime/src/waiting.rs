@@ -69,7 +69,8 @@ pub fn lock_contended<L: RawLock>(lock: &L, parks: bool, parking: Option<&Parkin
         // ended by then, leaving the word uncontended and the release free
         // of a wake-up. Without that attempt (glibc's order: mark the word
         // contended, then sleep) sysbench mutex under policy none fell from
-        // 1.19-1.30x glibc's throughput to 0.76-0.88x at 2-16 threads.
+        // 1.19-1.30x glibc's throughput to 0.76-0.88x at 2-16 threads (one
+        // run of 10 interleaved rounds on 2 CPUs).
         record_wait(|| lock.lock());
         return;
     }
