@@ -1,11 +1,8 @@
 //! The parking mutex on Linux futexes.
 
+#[cfg(target_os = "linux")]
+use crate::sync::futex::{wait, wake, Sharing};
 use crate::sync::{const_fn_unless_loom, AtomicU32, Ordering};
-#[cfg(all(target_os = "linux", not(loom)))]
-use crate::sys::futex::{wait, wake, Sharing};
-// Under loom a sleeper really blocks, so a lost wake-up is a reported deadlock.
-#[cfg(all(target_os = "linux", loom))]
-use crate::sys::futex_model::{wait, wake, Sharing};
 use crate::RawLock;
 
 /// Nobody holds the lock.

@@ -18,8 +18,9 @@ pub(crate) use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32,
 #[allow(unused_imports)]
 pub(crate) use std::thread;
 
-// The futex calls of `RwLock`: the kernel's, or under loom a model in
-// which a sleeper blocks until woken, so a lost wake-up is a deadlock.
+// The futex calls of `FutexLock` and `RwLock`: the kernel's, or under loom
+// a model in which a sleeper blocks until woken, so a lost wake-up is a
+// deadlock.
 #[cfg(all(not(loom), target_os = "linux"))]
 pub(crate) use crate::sys::futex;
 #[cfg(all(loom, target_os = "linux"))]
