@@ -92,3 +92,54 @@ fn unknown_names_are_one_line_naming_the_choices() {
         );
     }
 }
+
+#[test]
+fn a_pinned_sweep_says_where_it_ran() {
+    let out = Command::new(env!("CARGO_BIN_EXE_corral"))
+        .env("CORRAL_PRELOAD", preload_beside_corral())
+        .args([
+            "bench",
+            "apps",
+            "--apps",
+            "sysbench-mutex",
+            "--threads",
+            "2",
+            "--locks",
+            "default",
+            "--duration-ms",
+            "20",
+            "--pin-cpus",
+            "0",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "corral bench apps failed: {stderr}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["pin_cpus"], serde_json::json!([0]));
+    for p in doc["points"].as_array().unwrap() {
+        assert_eq!(p["status"], "ok", "{p}");
+        // On one CPU a program cannot use more CPU time than wall time;
+        // two threads fighting for a mutex on two CPUs use up to twice it.
+        let (cpu, wall) = (p["cpu_s"].as_f64().unwrap(), p["wall_s"].as_f64().unwrap());
+        assert!(cpu <= wall * 1.05 + 0.005, "ran on more than one CPU: {p}");
+    }
+    assert!(stderr.contains("every run on CPUs 0"), "{stderr}");
+}
+
+#[test]
+fn pinning_to_a_cpu_the_process_may_not_use_is_refused_before_running() {
+    let out = Command::new(env!("CARGO_BIN_EXE_corral"))
+        .env("CORRAL_PRELOAD", preload_beside_corral())
+        .args(["bench", "apps", "--pin-cpus", "0,8191"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "a usage error");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--pin-cpus 0,8191") && err.contains("may not run on CPUs 8191"),
+        "{err}"
+    );
+}

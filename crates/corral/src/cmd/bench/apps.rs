@@ -6,6 +6,7 @@
 pub(crate) mod catalog;
 pub(crate) mod fixture;
 mod measure;
+mod pin;
 mod report;
 mod scaling;
 
@@ -20,6 +21,7 @@ use crate::CliError;
 use catalog::{App, Column};
 use fixture::Fixture;
 use measure::{loadavg, Bench};
+use pin::{parse_pin_cpus, PinCpus};
 use report::{loss_of, point, print_app, short, verdict, AppPoint, Loss, Sample, Status};
 
 /// A run longer than this many times --duration-ms, plus
@@ -74,6 +76,10 @@ HOW A POINT IS MEASURED
   its children (getrusage). A run longer than 20x --duration-ms + 10 s is killed
   and shown as `timeout`; one that fails is shown as `failed`. Other load on
   the machine moves every figure: the load average is printed at both ends.
+  With --pin-cpus every column runs under `taskset -c LIST`, so glibc and
+  corral meet the same placement: left to the kernel on 2 CPUs, stress-ng's
+  runs spread about 0.75-1.10x of their median under glibc alone; pinned to
+  one CPU, about 2%.
 
 THE VERDICT
   Under each table: the points where corral's default loses, that is its
@@ -87,7 +93,9 @@ THE VERDICT
 EXAMPLES
   corral bench apps                                  the whole table (minutes)
   corral bench apps --apps sysbench-mutex --threads 1,4,64 --locks default,mcs
-  corral bench apps --repeat 3 --report apps.json    medians of 3, JSON kept")]
+  corral bench apps --repeat 3 --report apps.json    medians of 3, JSON kept
+  corral bench apps --apps stress-ng-mutex --pin-cpus 0 --locks default
+                                                     one CPU, low noise")]
 pub(crate) struct BenchAppsArgs {
     /// Programs (comma-separated): sysbench-mutex, sysbench-threads,
     /// stress-ng-mutex, pigz, git-grep, or `all`.
@@ -114,6 +122,10 @@ pub(crate) struct BenchAppsArgs {
     /// verdict.
     #[arg(long)]
     pub(crate) with_control: bool,
+    /// Run every program, in every column, on these CPUs only (`taskset
+    /// -c LIST`: `0`, `0-3`, `0,2,4-7`).
+    #[arg(long, value_name = "LIST", value_parser = parse_pin_cpus)]
+    pub(crate) pin_cpus: Option<PinCpus>,
     /// Print the JSON document instead of the tables.
     #[arg(long)]
     pub(crate) json: bool,
@@ -210,6 +222,8 @@ struct AppInfo {
 struct AppsReport {
     /// CPUs this process may use.
     cpus: usize,
+    /// With --pin-cpus: the CPUs every run was confined to.
+    pin_cpus: Option<Vec<u32>>,
     /// The 1-minute load average before the first run and after the last:
     /// other work on the machine moves every figure.
     loadavg_start: Option<f64>,
@@ -243,6 +257,23 @@ pub(crate) fn run(args: BenchAppsArgs) -> Result<(), CliError> {
             )));
         }
     }
+    if let Some(pin) = &args.pin_cpus {
+        let allowed = corral_runtime::affinity::allowed_cpus();
+        let missing = pin.missing_from(&allowed);
+        if !missing.is_empty() {
+            return Err(CliError(format!(
+                "--pin-cpus {}: this process may not run on CPUs {} (it may on {})",
+                pin.to_list(),
+                pin::fold(&missing),
+                pin::fold(&allowed)
+            )));
+        }
+        if resolve_program("taskset".as_ref()).is_none() {
+            return Err(CliError(
+                "--pin-cpus runs each program under taskset, which is not installed; install the Debian package 'util-linux'".into(),
+            ));
+        }
+    }
     let mut columns = vec![Column::Glibc];
     columns.extend(args.locks.0.iter().copied());
     if args.with_control {
@@ -272,6 +303,12 @@ pub(crate) fn run(args: BenchAppsArgs) -> Result<(), CliError> {
         args.duration_ms,
         (estimate_s / 60.0).ceil()
     );
+    if let Some(pin) = &args.pin_cpus {
+        eprintln!(
+            "corral bench apps: every run on CPUs {} (taskset -c)",
+            pin.to_list()
+        );
+    }
     let loadavg_start = loadavg();
     let fx = Fixture::create(
         &std::env::temp_dir(),
@@ -283,6 +320,7 @@ pub(crate) fn run(args: BenchAppsArgs) -> Result<(), CliError> {
         fx: &fx,
         preload: Some(preload),
         limit: Duration::from_millis(args.duration_ms * TIMEOUT_FACTOR + TIMEOUT_ALLOWANCE_MS),
+        pin: args.pin_cpus.clone(),
     };
     let started = Instant::now();
     let mut points: Vec<AppPoint> = Vec::new();
@@ -343,6 +381,7 @@ pub(crate) fn run(args: BenchAppsArgs) -> Result<(), CliError> {
         .collect();
     let report = AppsReport {
         cpus: corral_runtime::affinity::allowed_cpus().len(),
+        pin_cpus: args.pin_cpus.as_ref().map(|p| p.cpus().to_vec()),
         loadavg_start,
         loadavg_end: loadavg(),
         duration_ms: args.duration_ms,
@@ -373,8 +412,12 @@ pub(crate) fn run(args: BenchAppsArgs) -> Result<(), CliError> {
     }
     let load = |l: Option<f64>| l.map_or("?".to_string(), |l| format!("{l:.1}"));
     println!(
-        "corral bench apps: {} CPUs, {} ms per run, {} repeat(s){}, load average {} before, {} after",
+        "corral bench apps: {} CPUs{}, {} ms per run, {} repeat(s){}, load average {} before, {} after",
         report.cpus,
+        args.pin_cpus.as_ref().map_or(String::new(), |p| format!(
+            ", every run pinned to CPUs {}",
+            p.to_list()
+        )),
         args.duration_ms,
         args.repeat,
         if args.repeat > 1 { " (medians)" } else { "" },

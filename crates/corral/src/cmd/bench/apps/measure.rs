@@ -19,6 +19,8 @@ pub(super) struct Bench<'a> {
     pub(super) fx: &'a Fixture,
     pub(super) preload: Option<PathBuf>,
     pub(super) limit: Duration,
+    /// `--pin-cpus`: every run confined to these CPUs.
+    pub(super) pin: Option<super::pin::PinCpus>,
 }
 
 impl Bench<'_> {
@@ -46,7 +48,10 @@ impl Bench<'_> {
                 // Never read a previous run's report.
                 let _ = std::fs::remove_file(self.fx.stress_yaml());
             }
-            let argv = app.argv(self.fx, threads, per_run);
+            let mut argv = app.argv(self.fx, threads, per_run);
+            if let Some(pin) = &self.pin {
+                argv = pin.wrap(argv);
+            }
             let output = if app.reads_stdout() {
                 Output::Capture
             } else {
