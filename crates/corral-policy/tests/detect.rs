@@ -440,3 +440,46 @@ fn among_yielders_a_thread_not_judged_yet_waits_for_a_window_that_can_judge_it()
         ThreadAction::Qualified
     );
 }
+
+#[test]
+fn on_one_core_a_qualifying_thread_stays_and_nothing_is_searched() {
+    use corral_policy::ssc::{MigState, SliceObs, SscController, SscParams, ThreadAction};
+    let ms = 1_000_000;
+    // A waiter far over the bar, no yields.
+    let obs = SliceObs {
+        core: u32::MAX,
+        slice_len: ms,
+        wall_len: 2 * ms,
+        lock_wait: ms,
+        waits: 500,
+        attempts: 800,
+        yields: 0,
+        realtime: false,
+    };
+    let two = SscController::new(SscParams::user_space(), vec![0, 1], 0);
+    assert!(two.can_confine());
+    let mut t = started(&two, 7);
+    assert_eq!(
+        two.on_slice_end(&mut t, obs, ms).action,
+        ThreadAction::Qualified
+    );
+    // The same program on one core: nowhere to confine it to.
+    let one = SscController::new(SscParams::user_space(), vec![0], 0);
+    assert!(!one.can_confine());
+    let mut t = started(&one, 7);
+    assert_eq!(
+        one.on_slice_end(&mut t, obs, ms).action,
+        ThreadAction::NoCoreToSpare
+    );
+    assert_eq!(t.is_mig, MigState::General);
+    assert!(!one.will_place(&t));
+    assert_eq!(one.lock_intensive(), 0);
+    // Nor does a program remembered as lock intensive start qualified.
+    one.memory().remember(7);
+    assert_eq!(one.register_thread(7, 2 * ms).is_mig, MigState::General);
+    two.memory().remember(7);
+    assert_eq!(
+        two.register_thread(7, 2 * ms).is_mig,
+        MigState::QualifyToMigrate
+    );
+}

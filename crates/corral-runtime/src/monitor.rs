@@ -536,7 +536,7 @@ impl Monitor {
                     yields_per_attempt: per_attempt,
                 });
             }
-            ThreadAction::YieldsCore | ThreadAction::Stay => {}
+            ThreadAction::YieldsCore | ThreadAction::Stay | ThreadAction::NoCoreToSpare => {}
         }
         if let Some(d) = out.decision {
             self.log(Event::from_decision(t_ms, &d));

@@ -50,10 +50,11 @@ impl SscController {
     }
 
     /// State for a new thread of the program `program_key`. A program
-    /// remembered as lock intensive starts `QualifyToMigrate`.
+    /// remembered as lock intensive starts `QualifyToMigrate` (where
+    /// [`Self::can_confine`]).
     pub fn register_thread(&self, program_key: u64, now: Nanos) -> ThreadPolicyState {
         let bound = self.bound();
-        let is_mig = if self.memory.contains(program_key) {
+        let is_mig = if self.can_confine() && self.memory.contains(program_key) {
             self.note_contended(now);
             MigState::QualifyToMigrate
         } else {
@@ -257,7 +258,10 @@ impl SscController {
                         obs.slice_len,
                         obs.wall_len,
                     );
-                if qualified && thread.yields_core == Some(true) {
+                if qualified && !self.can_confine() {
+                    thread.quiet.observe_general(&self.params.detect);
+                    out.action = ThreadAction::NoCoreToSpare;
+                } else if qualified && thread.yields_core == Some(true) {
                     thread.quiet.observe_general(&self.params.detect);
                     out.action = ThreadAction::YieldsCore;
                 } else if !qualified || !judged {

@@ -37,7 +37,9 @@ WHAT PROG'S ENVIRONMENT GAINS
                   process spins 250 us to calibrate its own).
   Children inherit all of it: they run under corral too.")]
 pub(crate) struct RunArgs {
-    /// `lca` confines lock-intensive threads to the SSC; `none` keeps
+    /// `lca` confines lock-intensive threads to the SSC (a program that may
+    /// run on one CPU only has nothing to confine: it is measured, and
+    /// left where it is); `none` keeps
     /// corral's locks and measurement without confinement (the control);
     /// `ff` (paper 4's faithful scheduling) gives every thread of PROG and
     /// its children one nice value, no wake-up preemption (SCHED_BATCH)
