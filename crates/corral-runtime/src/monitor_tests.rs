@@ -170,12 +170,17 @@ fn one_slice(
 
 /// A monitor placing by policy lca on CPUs 0 and 1, slices of `slice_ns`.
 fn lca_monitor(slice_ns: u64) -> Monitor {
+    lca_monitor_on(slice_ns, vec![0, 1])
+}
+
+/// [`lca_monitor`] on `cpus`.
+fn lca_monitor_on(slice_ns: u64, cpus: Vec<u32>) -> Monitor {
     let cfg = RuntimeConfig {
         policy: Policy::Lca,
         slice_ns,
         ..RuntimeConfig::default()
     };
-    Monitor::new(cfg, vec![0, 1], None, None)
+    Monitor::new(cfg, cpus, None, None)
 }
 
 #[test]
@@ -340,18 +345,13 @@ fn a_monitor_without_a_table_of_its_own_keeps_its_log_lines_until_it_may_open_fi
 #[test]
 fn on_one_cpu_a_waiter_that_would_qualify_is_left_where_it_is() {
     let ms = 1_000_000;
-    let cfg = RuntimeConfig {
-        policy: Policy::Lca,
-        slice_ns: ms,
-        ..RuntimeConfig::default()
-    };
     // 1 ms on the CPU in 1.6 ms, 1 ms waiting: it qualifies on two CPUs.
     let mut two = lca_monitor(ms);
     let placed = one_slice(&mut two, 0, 1_000_005, ms, ms * 16 / 10, ms);
     assert_eq!(placed, Observed::Placed(Placement::Ssc));
     // One CPU: the SSC would be every core, so nothing moves and nothing
     // is counted lock intensive (the monitor's rounds then stay idle).
-    let mut one = Monitor::new(cfg, vec![0], None, None);
+    let mut one = lca_monitor_on(ms, vec![0]);
     let left = one_slice(&mut one, 0, 1_000_006, ms, ms * 16 / 10, ms);
     assert_eq!(left, Observed::Placed(Placement::Unconfined));
     let ctrl = one.controller().unwrap();

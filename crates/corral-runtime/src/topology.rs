@@ -182,9 +182,38 @@ pub fn parse_cpu_list(s: &str) -> Option<Vec<u32>> {
     Some(out)
 }
 
+/// Ascending CPU numbers in the kernel's CPU list format, runs folded
+/// into ranges: `0-3,8` ([`parse_cpu_list`]'s inverse).
+pub fn format_cpu_list(cpus: &[u32]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let start = cpus[i];
+        let mut end = start;
+        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
+            i += 1;
+            end = cpus[i];
+        }
+        out.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+        i += 1;
+    }
+    out.join(",")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_lists_format_as_they_parse() {
+        for list in ["0-3,8,10-11", "0", "1,3", ""] {
+            assert_eq!(format_cpu_list(&parse_cpu_list(list).unwrap()), list);
+        }
+    }
 
     #[test]
     fn cpu_lists_parse() {

@@ -16,25 +16,29 @@ fn preload_beside_corral() -> std::path::PathBuf {
     lib
 }
 
+/// `corral bench apps ARGS`, with the preload beside the test's corral.
+fn bench_apps(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_corral"))
+        .env("CORRAL_PRELOAD", preload_beside_corral())
+        .args(["bench", "apps"])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn a_tiny_sweep_reports_every_point_with_work_and_cpu() {
-    let out = Command::new(env!("CARGO_BIN_EXE_corral"))
-        .env("CORRAL_PRELOAD", preload_beside_corral())
-        .args([
-            "bench",
-            "apps",
-            "--apps",
-            "sysbench-mutex,pigz",
-            "--threads",
-            "1,2",
-            "--locks",
-            "default,mcs",
-            "--duration-ms",
-            "20",
-            "--json",
-        ])
-        .output()
-        .unwrap();
+    let out = bench_apps(&[
+        "--apps",
+        "sysbench-mutex,pigz",
+        "--threads",
+        "1,2",
+        "--locks",
+        "default,mcs",
+        "--duration-ms",
+        "20",
+        "--json",
+    ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "corral bench apps failed: {stderr}");
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -95,25 +99,19 @@ fn unknown_names_are_one_line_naming_the_choices() {
 
 #[test]
 fn a_pinned_sweep_says_where_it_ran() {
-    let out = Command::new(env!("CARGO_BIN_EXE_corral"))
-        .env("CORRAL_PRELOAD", preload_beside_corral())
-        .args([
-            "bench",
-            "apps",
-            "--apps",
-            "sysbench-mutex",
-            "--threads",
-            "2",
-            "--locks",
-            "default",
-            "--duration-ms",
-            "20",
-            "--pin-cpus",
-            "0",
-            "--json",
-        ])
-        .output()
-        .unwrap();
+    let out = bench_apps(&[
+        "--apps",
+        "sysbench-mutex",
+        "--threads",
+        "2",
+        "--locks",
+        "default",
+        "--duration-ms",
+        "20",
+        "--pin-cpus",
+        "0",
+        "--json",
+    ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "corral bench apps failed: {stderr}");
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -130,11 +128,7 @@ fn a_pinned_sweep_says_where_it_ran() {
 
 #[test]
 fn pinning_to_a_cpu_the_process_may_not_use_is_refused_before_running() {
-    let out = Command::new(env!("CARGO_BIN_EXE_corral"))
-        .env("CORRAL_PRELOAD", preload_beside_corral())
-        .args(["bench", "apps", "--pin-cpus", "0,8191"])
-        .output()
-        .unwrap();
+    let out = bench_apps(&["--pin-cpus", "0,8191"]);
     assert_eq!(out.status.code(), Some(2), "a usage error");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");

@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use corral_locks::Algorithm;
+use corral_runtime::topology::format_cpu_list;
 use serde::Serialize;
 
 use crate::cmd::launch::{find_preload, resolve_program};
@@ -264,8 +265,8 @@ pub(crate) fn run(args: BenchAppsArgs) -> Result<(), CliError> {
             return Err(CliError(format!(
                 "--pin-cpus {}: this process may not run on CPUs {} (it may on {})",
                 pin.to_list(),
-                pin::fold(&missing),
-                pin::fold(&allowed)
+                format_cpu_list(&missing),
+                format_cpu_list(&allowed)
             )));
         }
         if resolve_program("taskset".as_ref()).is_none() {

@@ -6,7 +6,10 @@
 
 use std::ffi::OsString;
 
-/// A parsed `--pin-cpus` list: CPU numbers, ascending, each once.
+/// A parsed `--pin-cpus` list: CPU numbers, ascending, each once. Parsed
+/// here rather than by `topology::parse_cpu_list`, which reads sysfs and
+/// only says whether a list is well formed: a user's list is told which
+/// item is wrong and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct PinCpus(Vec<u32>);
 
@@ -68,7 +71,7 @@ impl PinCpus {
 
     /// The list as taskset takes it, with ranges folded: `0-3,8`.
     pub(crate) fn to_list(&self) -> String {
-        fold(&self.0)
+        corral_runtime::topology::format_cpu_list(&self.0)
     }
 
     /// `argv` run on these CPUs: `taskset -c LIST` before it.
@@ -77,27 +80,6 @@ impl PinCpus {
         v.extend(argv);
         v
     }
-}
-
-/// Ascending CPU numbers as a list with ranges folded: `0-3,8`.
-pub(crate) fn fold(cpus: &[u32]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let start = cpus[i];
-        let mut end = start;
-        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
-            i += 1;
-            end = cpus[i];
-        }
-        out.push(if start == end {
-            start.to_string()
-        } else {
-            format!("{start}-{end}")
-        });
-        i += 1;
-    }
-    out.join(",")
 }
 
 #[cfg(test)]
