@@ -14,10 +14,12 @@
 
 mod cond;
 mod deadline;
+mod glibc;
 mod init;
 mod lockdispatch;
 mod mutex;
 mod mutex_core;
+mod mutex_words;
 mod profiled;
 mod rwlock;
 mod spin;

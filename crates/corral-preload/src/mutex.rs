@@ -5,7 +5,7 @@
 
 use core::ffi::c_int;
 
-use crate::init::real;
+use crate::glibc::real;
 use crate::mutex_core::{self, corral_mutex};
 
 /// POSIX `pthread_mutex_init` on corral's locks.

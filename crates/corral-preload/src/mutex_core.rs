@@ -1,45 +1,20 @@
-//! corral's view of a `pthread_mutex_t` (its words, type and owner) and the
-//! lock and unlock semantics that the mutex entry points and the condition
-//! variable share. Process-shared, robust and priority-protocol mutexes are
+//! corral's mutex: its type and owner (its words are
+//! [`crate::mutex_words`]) and the lock and unlock semantics that the mutex
+//! entry points and the condition variable share. Process-shared, robust and priority-protocol mutexes are
 //! left to glibc, whose layout they keep.
 
 use core::ffi::c_int;
-use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicPtr, Ordering};
 
 use corral_locks::wait::record_wait;
 use corral_locks::{Algorithm, RawLock};
 use corral_runtime::abi::lock_kind;
-use corral_runtime::parking::Parking;
 use corral_runtime::registry::{current_tid, on_lock_attempt_at};
 
 use crate::deadline::Deadline;
-use crate::init::real;
+use crate::glibc::real;
 use crate::lockdispatch::{self, in_place, with_lock};
-
-/// corral's view of a `pthread_mutex_t` (40 bytes on x86_64 glibc). The
-/// type sits where glibc keeps `__kind`, so glibc's static initialisers
-/// (`PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP`, ...) mean the same here.
-/// Every field but `kind` is corral's own (glibc's initialisers zero them).
-#[repr(C)]
-struct MutexWords {
-    /// Where a waiter of a spinning algorithm sleeps (zero when none).
-    parking: Parking,
-    /// Recursion depth of a recursive mutex.
-    count: AtomicU32,
-    /// Owner's tid for recursive and error-checking mutexes.
-    owner: AtomicI32,
-    /// glibc's `__kind`: type in the low bits, flags above.
-    kind: AtomicI32,
-    _spins: u32,
-    /// The algorithm's lock state (zero = unlocked); atomics, as the lock
-    /// types laid over it are.
-    state: [AtomicU64; 2],
-}
-
-const _: () =
-    assert!(core::mem::size_of::<MutexWords>() == core::mem::size_of::<libc::pthread_mutex_t>());
-// `kind` stays where glibc's static initialisers put `__kind`.
-const _: () = assert!(core::mem::offset_of!(MutexWords, kind) == 16);
+use crate::mutex_words::{words, Layout, MutexWords};
 
 const KIND_MASK: i32 = 3;
 /// glibc's `PTHREAD_MUTEX_ADAPTIVE_NP`: a normal mutex here.
@@ -47,32 +22,6 @@ const ADAPTIVE: i32 = 3;
 /// glibc's robust, priority-inheritance, priority-protect and
 /// process-shared bits of `__kind`: such mutexes stay glibc's.
 const GLIBC_ONLY: i32 = 16 | 32 | 64 | 128;
-
-/// corral's view of the mutex at `m`.
-///
-/// # Safety
-/// `m` points to a live `pthread_mutex_t` that outlives `'a` (POSIX's
-/// precondition on every mutex call); the fields touched concurrently are
-/// atomics.
-#[inline]
-unsafe fn words<'a>(m: *mut libc::pthread_mutex_t) -> &'a MutexWords {
-    // SAFETY: see the function's contract; MutexWords has the mutex's size.
-    unsafe { &*(m as *const MutexWords) }
-}
-
-impl MutexWords {
-    /// The `__kind` word.
-    #[inline]
-    fn kind(&self) -> i32 {
-        self.kind.load(Ordering::Relaxed) // Relaxed: fixed since init.
-    }
-
-    /// Where the algorithm's lock state begins.
-    #[inline]
-    fn state(&self) -> *mut u8 {
-        self.state.as_ptr() as *mut u8
-    }
-}
 
 /// The POSIX mutex type; glibc's adaptive type (3) behaves as normal.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -102,14 +51,14 @@ pub(crate) unsafe fn init(m: *mut libc::pthread_mutex_t, ty: c_int) {
     unsafe { core::ptr::write_bytes(m, 0, 1) };
     // SAFETY: `m` now holds an initialised mutex.
     let w = unsafe { words(m) };
-    // Relaxed: init happens before sharing.
-    w.kind.store(ty & KIND_MASK, Ordering::Relaxed);
+    w.set_kind(ty & KIND_MASK);
 }
 
 /// A mutex on corral's locks, with its type read once per call.
 pub(crate) struct Mutex<'a> {
     w: &'a MutexWords,
     kind: Kind,
+    layout: Layout,
 }
 
 /// The mutex at `m` if it runs on corral's locks; `None` if it is glibc's.
@@ -125,6 +74,7 @@ pub(crate) unsafe fn corral_mutex<'a>(m: *mut libc::pthread_mutex_t) -> Option<M
     (kind & GLIBC_ONLY == 0).then(|| Mutex {
         w,
         kind: Kind::of(kind),
+        layout: Layout::current(),
     })
 }
 
@@ -158,13 +108,13 @@ const fn ops_of(algorithm: Algorithm) -> MutexOps {
         if algorithm.is_parking() {
             MutexOps {
                 lock: lock_as::<L, true>,
-                try_lock: try_lock_as::<L>,
+                try_lock: try_lock_as::<L, true>,
                 unlock: unlock_as::<L, true>,
             }
         } else {
             MutexOps {
                 lock: lock_as::<L, false>,
-                try_lock: try_lock_as::<L>,
+                try_lock: try_lock_as::<L, false>,
                 unlock: unlock_as::<L, false>,
             }
         }
@@ -305,14 +255,16 @@ unsafe extern "C" fn lock_as<L: RawLock, const PARKS: bool>(
 ///
 /// # Safety
 /// `m` points to a live mutex.
-unsafe extern "C" fn try_lock_as<L: RawLock>(m: *mut libc::pthread_mutex_t) -> c_int {
+unsafe extern "C" fn try_lock_as<L: RawLock, const PARKS: bool>(
+    m: *mut libc::pthread_mutex_t,
+) -> c_int {
     // SAFETY: the function's contract.
     let w = unsafe { words(m) };
     if !is_plain(w.kind()) {
         // SAFETY: the function's contract.
         return unsafe { try_lock_general(m) };
     }
-    if try_acquire_as::<L>(w) {
+    if try_acquire_as::<L>(w, Layout::of(PARKS)) {
         0
     } else {
         libc::EBUSY
@@ -383,24 +335,28 @@ unsafe fn unlock_general(m: *mut libc::pthread_mutex_t) -> c_int {
 }
 
 /// Acquires `w`'s lock of algorithm `L`, waiting as the policy says.
-/// `parks`: the algorithm's waiters sleep by themselves.
+/// `parks`: the algorithm's waiters sleep by themselves (and its mutexes
+/// have [`Layout::Glibc`]).
 #[inline(always)]
 fn acquire_as<L: RawLock>(w: &MutexWords, parks: bool) {
     on_lock_attempt_at(w as *const MutexWords as usize);
-    // SAFETY: `w.state()` is a live mutex's state words.
-    let l = unsafe { in_place::<L>(w.state()) };
+    // SAFETY: `w.state(..)` is a live mutex's state words for its layout.
+    let l = unsafe { in_place::<L>(w.state(Layout::of(parks))) };
     if !l.try_lock() {
         let addr = w as *const MutexWords as usize;
-        crate::profiled::wait_for(l, parks, Some(&w.parking), addr, lock_kind::MUTEX);
+        // A parking algorithm's waiters sleep on its own word; under its
+        // layout the parking words hold the lock word and the count.
+        let parking = (!parks).then(|| w.parking());
+        crate::profiled::wait_for(l, parks, parking, addr, lock_kind::MUTEX);
     }
 }
 
-/// Takes `w`'s lock of algorithm `L` if it is free.
+/// Takes `w`'s lock of algorithm `L`, kept as `layout` says, if it is free.
 #[inline(always)]
-fn try_acquire_as<L: RawLock>(w: &MutexWords) -> bool {
+fn try_acquire_as<L: RawLock>(w: &MutexWords, layout: Layout) -> bool {
     on_lock_attempt_at(w as *const MutexWords as usize);
-    // SAFETY: `w.state()` is a live mutex's state words.
-    unsafe { in_place::<L>(w.state()) }.try_lock()
+    // SAFETY: `w.state(layout)` is a live mutex's state words.
+    unsafe { in_place::<L>(w.state(layout)) }.try_lock()
 }
 
 /// Releases `w`'s lock of algorithm `L`; `parks` as in [`acquire_as`]:
@@ -411,15 +367,20 @@ fn try_acquire_as<L: RawLock>(w: &MutexWords) -> bool {
 #[inline(always)]
 unsafe fn release_as<L: RawLock>(w: &MutexWords, parks: bool) {
     if parks {
-        // SAFETY: `w.state()` is a live mutex's state words; the caller holds it.
-        unsafe { in_place::<L>(w.state()).unlock() };
+        // glibc's condition variable records an owner when it relocks a
+        // mutex, even a normal one, and asserts that a lock word it takes
+        // has none: a release leaves none, as glibc's does. Relaxed: the
+        // release below publishes it.
+        w.owner(Layout::Glibc).store(0, Ordering::Relaxed);
+        // SAFETY: `w.state(..)` is a live mutex's state words; the caller holds it.
+        unsafe { in_place::<L>(w.state(Layout::Glibc)).unlock() };
         return;
     }
     // Looked at under the lock: after the release the mutex may be
     // destroyed and freed by the thread that takes it next.
-    let wake = w.parking.before_release();
+    let wake = w.parking().before_release();
     // SAFETY: as above.
-    unsafe { in_place::<L>(w.state()).unlock() };
+    unsafe { in_place::<L>(w.state(Layout::Spinning)).unlock() };
     if let Some(wake) = wake {
         wake.wake();
     }
@@ -456,19 +417,19 @@ impl Mutex<'_> {
     /// caller's; a recursive one only counts down until the last unlock.
     #[inline]
     pub(crate) fn unlock(&self) -> c_int {
-        let w = self.w;
+        let (w, layout) = (self.w, self.layout);
         if self.kind != Kind::Normal {
             // Relaxed: owner-only fields.
-            if w.owner.load(Ordering::Relaxed) != current_tid() {
+            if w.owner(layout).load(Ordering::Relaxed) != current_tid() as u32 {
                 return libc::EPERM;
             }
-            let c = w.count.load(Ordering::Relaxed);
+            let c = w.count(layout).load(Ordering::Relaxed);
             if self.kind == Kind::Recursive && c > 1 {
-                w.count.store(c - 1, Ordering::Relaxed);
+                w.count(layout).store(c - 1, Ordering::Relaxed);
                 return 0;
             }
-            w.owner.store(0, Ordering::Relaxed);
-            w.count.store(0, Ordering::Relaxed);
+            w.owner(layout).store(0, Ordering::Relaxed);
+            w.count(layout).store(0, Ordering::Relaxed);
         }
         let algorithm = lockdispatch::current();
         corral_locks::with_lock_type!(algorithm, L => {
@@ -482,7 +443,7 @@ impl Mutex<'_> {
     /// Whether some thread holds the lock: a snapshot.
     #[inline]
     pub(crate) fn is_locked(&self) -> bool {
-        let state = self.w.state();
+        let state = self.w.state(self.layout);
         with_lock!(state, l => l.is_locked())
     }
 
@@ -554,19 +515,19 @@ impl Mutex<'_> {
             Kind::ErrorCheck if !blocking => return None,
             _ => {}
         }
-        let w = self.w;
+        let (w, layout) = (self.w, self.layout);
         // Relaxed: only this thread ever stores its own tid here.
-        if w.owner.load(Ordering::Relaxed) != tid {
+        if w.owner(layout).load(Ordering::Relaxed) != tid as u32 {
             return None;
         }
         if self.kind == Kind::ErrorCheck {
             return Some(libc::EDEADLK);
         }
-        let c = w.count.load(Ordering::Relaxed); // Relaxed: owner-only field.
+        let c = w.count(layout).load(Ordering::Relaxed); // Relaxed: owner-only field.
         if c == u32::MAX {
             return Some(libc::EAGAIN);
         }
-        w.count.store(c + 1, Ordering::Relaxed);
+        w.count(layout).store(c + 1, Ordering::Relaxed);
         Some(0)
     }
 
@@ -576,8 +537,10 @@ impl Mutex<'_> {
     fn took(&self, tid: i32) {
         if self.kind != Kind::Normal {
             // Relaxed: owner-only fields, published to other threads by the lock.
-            self.w.owner.store(tid, Ordering::Relaxed);
-            self.w.count.store(1, Ordering::Relaxed);
+            self.w
+                .owner(self.layout)
+                .store(tid as u32, Ordering::Relaxed);
+            self.w.count(self.layout).store(1, Ordering::Relaxed);
         }
     }
 
@@ -591,7 +554,8 @@ impl Mutex<'_> {
 
     #[inline]
     fn try_acquire(&self) -> bool {
-        corral_locks::with_lock_type!(lockdispatch::current(), L => try_acquire_as::<L>(self.w))
+        let layout = self.layout;
+        corral_locks::with_lock_type!(lockdispatch::current(), L => try_acquire_as::<L>(self.w, layout))
     }
 }
 

@@ -16,7 +16,7 @@ use corral_runtime::abi::lock_kind;
 use corral_runtime::registry::{current_tid, on_lock_attempt};
 
 use crate::deadline::Deadline;
-use crate::init::real;
+use crate::glibc::real;
 
 /// corral's view of a `pthread_rwlock_t` (56 bytes; glibc's
 /// `__pthread_rwlock_arch_t` on x86-64 and aarch64). The two glibc fields

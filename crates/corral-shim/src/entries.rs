@@ -12,11 +12,13 @@
 //!   glibc's function. glibc's and corral's unlocked mutexes look alike
 //!   (zero bytes but `__kind` at offset 16, which both read the same), so a
 //!   mutex that glibc locks and unlocks inside the load is corral's after
-//!   it. One that glibc locks during the load and corral unlocks after it
-//!   would not be: corral would release a lock it never took (and glibc's
-//!   lock word stays set). No caller corral knows does that: the load runs
-//!   only the full library's own constructor, and an allocator's lock is
-//!   released before its `malloc` returns.
+//!   it. Under a parking algorithm (the default) corral's lock word is
+//!   glibc's, so even one that glibc locks during the load and corral
+//!   unlocks after it is released. Under a spinning one it would not be:
+//!   corral would release a lock it never took (and glibc's lock word
+//!   stays set). No caller corral knows does that: the load runs only the
+//!   full library's own constructor, and an allocator's lock is released
+//!   before its `malloc` returns.
 //!
 //! A child forked while another thread of its parent was loading finds
 //! [`LOADER`] holding a loader that is not there: it uses glibc's
