@@ -243,6 +243,13 @@ impl Monitor {
         }
     }
 
+    /// Whether the policy can decide nothing, whatever the waits (see
+    /// [`Pace::Dormant`]): policy lca with no core to spare, where no
+    /// thread is placed and no search runs.
+    pub fn is_dormant(&self) -> bool {
+        self.ca.is_none() && self.ctrl.as_ref().is_some_and(|c| !c.can_confine())
+    }
+
     /// One round: every thread's counters, windows and placement; the
     /// timer; the masks; the stats file. Returns how often the next round
     /// is needed (see [`Pace`]).
@@ -289,6 +296,11 @@ impl Monitor {
                 (true, 0) => Pace::Searching,
                 (true, _) => Pace::Settled,
             };
+        }
+        if self.is_dormant() {
+            self.last_tick_ns = now;
+            self.heavy_waits = false;
+            return Pace::Dormant;
         }
         let placed = self.ctrl.as_ref().is_some_and(|c| c.lock_intensive() > 0);
         let contended = self.waits_this_tick > 0 || placed;
@@ -652,7 +664,7 @@ impl MonitorPriority {
     /// `heavy` or not, if it changes.
     pub fn after(&mut self, pace: Pace, heavy: bool) -> Option<i32> {
         let born = self.born?;
-        let busy = heavy || pace != Pace::Idle;
+        let busy = !pace.is_quiet(heavy);
         // Never lower than the program asked for itself.
         let want = if busy && !self.refused {
             born.min(MONITOR_NICE)
@@ -672,57 +684,9 @@ impl MonitorPriority {
     }
 }
 
-/// The longest pause between rounds while no thread is placed: contention
-/// that starts is seen within it, and from then on every tick.
-pub const IDLE_TICK_MAX: Duration = Duration::from_millis(16);
-
-/// The longest pause while nothing is placed and no waits could qualify a
-/// thread: a thread whose waits could rings earlier (see [`after_wait`]).
-pub const DOZE_MAX: Duration = Duration::from_millis(256);
-
-/// Quiet rounds (nothing placed, no heavy waits) before the monitor dozes:
-/// about 200 ms of rounds backing off to [`IDLE_TICK_MAX`].
-pub const DOZE_AFTER_QUIET_ROUNDS: u32 = 16;
-
-/// How many ticks apart the rounds are while the program is contended but
-/// the search has settled (or no policy searches): classification and a
-/// throughput fall are still seen within a few milliseconds, and a program
-/// whose threads yield often (each round reads every thread's CPU clock, a
-/// system call each, and wakes the monitor) keeps its CPU.
-pub const SETTLED_TICKS: u32 = 4;
-
-/// How soon the monitor's next round is needed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Pace {
-    /// No lock-intensive thread, none to place: back off to
-    /// [`IDLE_TICK_MAX`] (lock waits or not).
-    Idle,
-    /// Contended and the SSC search under way (or a thread still to place):
-    /// every tick, so that it settles fast.
-    Searching,
-    /// Threads placed, nothing to search: every [`SETTLED_TICKS`] ticks
-    /// (the adaptation check).
-    Settled,
-}
-
-impl Pace {
-    /// The pace after a round that saw lock waits (`contended`), found
-    /// threads on the SSC (`placed`) and a search or placement under way
-    /// (`searching`).
-    pub fn of(contended: bool, placed: bool, searching: bool) -> Pace {
-        if contended && searching {
-            Pace::Searching
-        } else if placed {
-            Pace::Settled
-        } else {
-            // Waits that qualify nobody (a thread that sleeps seldom, a
-            // real-time one) need no frequent rounds: a longer window
-            // measures the share as well, and a thread that qualifies
-            // brings the rounds back to every tick.
-            Pace::Idle
-        }
-    }
-}
+pub use crate::pace::{
+    Pace, Rhythm, DOZE_AFTER_QUIET_ROUNDS, DOZE_MAX, IDLE_TICK_MAX, SETTLED_TICKS,
+};
 
 /// The process's monitor, shared by its thread and the exit flush.
 static MONITOR: Mutex<Option<Monitor>> = Mutex::new(None);
@@ -818,11 +782,10 @@ pub fn start(
             let mut priority = MonitorPriority::new(corral_locks::sys::sched::nice_of(tid).ok());
             // Calibrate the TSC here, not inside some thread's first wait.
             let _ = ticks_to_ns(1);
-            let mut sleep = tick;
-            let mut quiet_rounds = 0u32;
-            let mut listen = false;
+            let dormant = lock_monitor().as_ref().is_some_and(Monitor::is_dormant);
+            let mut rhythm = Rhythm::new(tick, dormant);
             loop {
-                let woke = BELL.sleep(sleep, listen);
+                let woke = BELL.sleep(rhythm.sleep, rhythm.listen);
                 if woke == Woke::Exit {
                     let after = AFTER_LAST_ROUND
                         .lock()
@@ -850,39 +813,7 @@ pub fn start(
                         priority.refused();
                     }
                 }
-                // An uncontended program costs a round every IDLE_TICK_MAX,
-                // then one every DOZE_MAX, not every tick: each round reads
-                // every thread's CPU clock and wakes the monitor (with many
-                // processes of few threads, stress-ng's, the wake-ups were a
-                // fifth of the CPU time). After a quiet round, dozing or
-                // not, a waiting thread whose waits could qualify it rings
-                // (`after_wait`, within ONSET_LOOK); heavy waits
-                // (hand-offs that could qualify a thread) and policy ca's
-                // clustering keep the rounds at IDLE_TICK_MAX.
-                // Only after DOZE_AFTER_QUIET_ROUNDS quiet rounds: a program
-                // contended from its start (sysbench's threads block behind
-                // its barrier, then all contend) is searched for at once.
-                let quiet = pace == Pace::Idle && !heavy;
-                quiet_rounds = if quiet {
-                    quiet_rounds.saturating_add(1)
-                } else {
-                    0
-                };
-                // After a quiet round a waiting thread may ring, unless
-                // this round was its ring and found nothing (the next
-                // sleep is then a whole one: a thread whose waits sit near
-                // the line rings at most every other round).
-                listen = quiet && woke != Woke::Rung;
-                let idle_max = if doze && quiet_rounds >= DOZE_AFTER_QUIET_ROUNDS {
-                    DOZE_MAX
-                } else {
-                    IDLE_TICK_MAX
-                };
-                sleep = match pace {
-                    Pace::Searching => tick,
-                    Pace::Settled => tick * SETTLED_TICKS,
-                    Pace::Idle => (sleep * 2).clamp(tick, idle_max.max(tick)),
-                };
+                rhythm.after_round(pace, heavy, doze, woke == Woke::Rung);
             }
         });
     if let Err(e) = spawned {
