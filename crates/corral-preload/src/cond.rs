@@ -1,6 +1,6 @@
 //! `pthread_cond_*`. A process whose lock algorithm parks (futex,
 //! adaptive: the default) keeps glibc's own condition variables: its
-//! mutexes have glibc's layout (`mutex_core`'s `Layout::Glibc`), which is
+//! mutexes have glibc's layout (`mutex_words`' `Layout::Glibc`), which is
 //! all glibc's condition variable needs to unlock and relock them inside
 //! its wait. Each entry point then goes straight to glibc's. With corral's
 //! own condition variable the default lost to glibc where threads

@@ -1,7 +1,7 @@
-//! corral's mutex: its type and owner (its words are
+//! corral's mutex: its type and owner (its words are in
 //! [`crate::mutex_words`]) and the lock and unlock semantics that the mutex
-//! entry points and the condition variable share. Process-shared, robust and priority-protocol mutexes are
-//! left to glibc, whose layout they keep.
+//! entry points and the condition variable share. Process-shared, robust
+//! and priority-protocol mutexes are left to glibc, whose layout they keep.
 
 use core::ffi::c_int;
 use core::sync::atomic::{AtomicPtr, Ordering};

@@ -52,7 +52,10 @@ const _: () =
 /// | `state` | unused | lock state |
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Layout {
+    /// glibc's own: futex and adaptive, whose waiters sleep on the lock word.
     Glibc,
+    /// corral's: the spinning algorithms, whose waiters sleep on the
+    /// parking words.
     Spinning,
 }
 
@@ -73,6 +76,7 @@ impl Layout {
         Self::of(lockdispatch::current().is_parking())
     }
 }
+
 /// corral's view of the mutex at `m`.
 ///
 /// # Safety
