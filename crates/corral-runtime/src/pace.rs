@@ -40,7 +40,9 @@ pub enum Pace {
     /// no core to spare: one CPU): a round every [`DOZE_MAX`] keeps the
     /// stats, and no waiting thread rings. On one CPU every round takes the
     /// program's only CPU for a moment, and rounds every few milliseconds
-    /// tipped git grep into waking its threads three times as often.
+    /// tipped git grep into waking its threads three to four times as
+    /// often (median context switches per run: about 200 under glibc,
+    /// 800-900 with the rounds).
     Dormant,
 }
 
