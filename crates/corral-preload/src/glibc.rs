@@ -85,7 +85,12 @@ pub(crate) fn real() -> &'static Real {
 }
 
 fn resolve() -> Real {
-    fn sym(name: &core::ffi::CStr) -> *mut libc::c_void {
+    /// glibc's function `name`, as `F`.
+    ///
+    /// # Safety
+    /// `F` is a function-pointer type of exactly `name`'s signature.
+    unsafe fn sym<F: Copy>(name: &core::ffi::CStr) -> F {
+        const { assert!(core::mem::size_of::<F>() == core::mem::size_of::<*mut libc::c_void>()) };
         // SAFETY: a NUL-terminated name; RTLD_NEXT searches past this library.
         let p = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) };
         if p.is_null() {
@@ -96,86 +101,38 @@ fn resolve() -> Real {
                 libc::abort();
             }
         }
-        p
+        // SAFETY: the caller's contract; `F` is pointer-sized (checked above).
+        unsafe { core::mem::transmute_copy::<*mut libc::c_void, F>(&p) }
     }
-    // SAFETY: each symbol is glibc's function of exactly this signature.
+    // SAFETY: each symbol is glibc's function of exactly the signature of
+    // the field it fills (`sym`'s `F`, inferred from the field).
     unsafe {
         Real {
-            mutex_init: core::mem::transmute::<*mut libc::c_void, InitFn>(sym(
-                c"pthread_mutex_init",
-            )),
-            mutex_destroy: core::mem::transmute::<*mut libc::c_void, MutexFn>(sym(
-                c"pthread_mutex_destroy",
-            )),
-            mutex_lock: core::mem::transmute::<*mut libc::c_void, MutexFn>(sym(
-                c"pthread_mutex_lock",
-            )),
-            mutex_trylock: core::mem::transmute::<*mut libc::c_void, MutexFn>(sym(
-                c"pthread_mutex_trylock",
-            )),
-            mutex_unlock: core::mem::transmute::<*mut libc::c_void, MutexFn>(sym(
-                c"pthread_mutex_unlock",
-            )),
-            mutex_timedlock: core::mem::transmute::<*mut libc::c_void, TimedFn>(sym(
-                c"pthread_mutex_timedlock",
-            )),
-            mutex_clocklock: core::mem::transmute::<*mut libc::c_void, ClockFn>(sym(
-                c"pthread_mutex_clocklock",
-            )),
-            cond_init: core::mem::transmute::<*mut libc::c_void, CondInitFn>(sym(
-                c"pthread_cond_init",
-            )),
-            cond_destroy: core::mem::transmute::<*mut libc::c_void, CondFn>(sym(
-                c"pthread_cond_destroy",
-            )),
-            cond_signal: core::mem::transmute::<*mut libc::c_void, CondFn>(sym(
-                c"pthread_cond_signal",
-            )),
-            cond_broadcast: core::mem::transmute::<*mut libc::c_void, CondFn>(sym(
-                c"pthread_cond_broadcast",
-            )),
-            cond_wait: core::mem::transmute::<*mut libc::c_void, CondWaitFn>(sym(
-                c"pthread_cond_wait",
-            )),
-            cond_timedwait: core::mem::transmute::<*mut libc::c_void, CondTimedFn>(sym(
-                c"pthread_cond_timedwait",
-            )),
-            cond_clockwait: core::mem::transmute::<*mut libc::c_void, CondClockFn>(sym(
-                c"pthread_cond_clockwait",
-            )),
-            rwlock_init: core::mem::transmute::<*mut libc::c_void, RwInitFn>(sym(
-                c"pthread_rwlock_init",
-            )),
-            rwlock_destroy: core::mem::transmute::<*mut libc::c_void, RwFn>(sym(
-                c"pthread_rwlock_destroy",
-            )),
-            rwlock_rdlock: core::mem::transmute::<*mut libc::c_void, RwFn>(sym(
-                c"pthread_rwlock_rdlock",
-            )),
-            rwlock_tryrdlock: core::mem::transmute::<*mut libc::c_void, RwFn>(sym(
-                c"pthread_rwlock_tryrdlock",
-            )),
-            rwlock_timedrdlock: core::mem::transmute::<*mut libc::c_void, RwTimedFn>(sym(
-                c"pthread_rwlock_timedrdlock",
-            )),
-            rwlock_clockrdlock: core::mem::transmute::<*mut libc::c_void, RwClockFn>(sym(
-                c"pthread_rwlock_clockrdlock",
-            )),
-            rwlock_wrlock: core::mem::transmute::<*mut libc::c_void, RwFn>(sym(
-                c"pthread_rwlock_wrlock",
-            )),
-            rwlock_trywrlock: core::mem::transmute::<*mut libc::c_void, RwFn>(sym(
-                c"pthread_rwlock_trywrlock",
-            )),
-            rwlock_timedwrlock: core::mem::transmute::<*mut libc::c_void, RwTimedFn>(sym(
-                c"pthread_rwlock_timedwrlock",
-            )),
-            rwlock_clockwrlock: core::mem::transmute::<*mut libc::c_void, RwClockFn>(sym(
-                c"pthread_rwlock_clockwrlock",
-            )),
-            rwlock_unlock: core::mem::transmute::<*mut libc::c_void, RwFn>(sym(
-                c"pthread_rwlock_unlock",
-            )),
+            mutex_init: sym(c"pthread_mutex_init"),
+            mutex_destroy: sym(c"pthread_mutex_destroy"),
+            mutex_lock: sym(c"pthread_mutex_lock"),
+            mutex_trylock: sym(c"pthread_mutex_trylock"),
+            mutex_unlock: sym(c"pthread_mutex_unlock"),
+            mutex_timedlock: sym(c"pthread_mutex_timedlock"),
+            mutex_clocklock: sym(c"pthread_mutex_clocklock"),
+            cond_init: sym(c"pthread_cond_init"),
+            cond_destroy: sym(c"pthread_cond_destroy"),
+            cond_signal: sym(c"pthread_cond_signal"),
+            cond_broadcast: sym(c"pthread_cond_broadcast"),
+            cond_wait: sym(c"pthread_cond_wait"),
+            cond_timedwait: sym(c"pthread_cond_timedwait"),
+            cond_clockwait: sym(c"pthread_cond_clockwait"),
+            rwlock_init: sym(c"pthread_rwlock_init"),
+            rwlock_destroy: sym(c"pthread_rwlock_destroy"),
+            rwlock_rdlock: sym(c"pthread_rwlock_rdlock"),
+            rwlock_tryrdlock: sym(c"pthread_rwlock_tryrdlock"),
+            rwlock_timedrdlock: sym(c"pthread_rwlock_timedrdlock"),
+            rwlock_clockrdlock: sym(c"pthread_rwlock_clockrdlock"),
+            rwlock_wrlock: sym(c"pthread_rwlock_wrlock"),
+            rwlock_trywrlock: sym(c"pthread_rwlock_trywrlock"),
+            rwlock_timedwrlock: sym(c"pthread_rwlock_timedwrlock"),
+            rwlock_clockwrlock: sym(c"pthread_rwlock_clockwrlock"),
+            rwlock_unlock: sym(c"pthread_rwlock_unlock"),
         }
     }
 }
