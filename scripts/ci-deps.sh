@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Debian packages corral's tests use, installed where missing (run as root;
 # CI is):
-#   required: a C compiler for tests/c, the real multithreaded programs
+#   required: a C compiler and static libc for tests/c and the fixtures,
+#             the real multithreaded programs
 #             of tests/real-programs.sh, and those `corral bench apps` runs
 #             (sysbench, stress-ng, pigz, git), and tmux, in which the
 #             corral top test drives the live view;
@@ -12,6 +13,8 @@
 set -euo pipefail
 need=()
 command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
+# A static libc: run_cli.rs builds a static program (no preload loads into it).
+command -v cc >/dev/null 2>&1 && [[ ! -f $(cc -print-file-name=libc.a) ]] && need+=(libc6-dev)
 command -v xz >/dev/null 2>&1 || need+=(xz-utils)
 command -v zstd >/dev/null 2>&1 || need+=(zstd)
 command -v pigz >/dev/null 2>&1 || need+=(pigz)

@@ -73,6 +73,7 @@ extern "C" fn on_load() {
     unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
     adopt_parent_calibration();
     if is_root_process() {
+        die_with_parent();
         ROOT.store(true, Ordering::Relaxed); // Relaxed: read at exit by this process.
         let Some(cfg) = read_config() else { return };
         // SAFETY: getpid has no preconditions.
@@ -236,6 +237,19 @@ fn is_root_process() -> bool {
     let parent = env_decimal(ENV_PARENT_PID_C).and_then(|p| i32::try_from(p).ok());
     // SAFETY: getppid has no preconditions.
     parent.is_some_and(|p| p == unsafe { libc::getppid() })
+}
+
+/// Makes the process `corral run` started die of SIGKILL when corral dies
+/// (corral spawns it with nothing run between fork and exec, so the
+/// library arms it; `libcorral_shim.so` does the same where it is loaded).
+/// If corral died before this, the process exits now as if killed.
+fn die_with_parent() {
+    // SAFETY: prctl(PR_SET_PDEATHSIG) takes a signal number; nothing else.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
+    if !is_root_process() {
+        // SAFETY: _exit has no preconditions and does not return.
+        unsafe { libc::_exit(128 + libc::SIGKILL) };
+    }
 }
 
 /// The environment variable `name` as a decimal number: `None` if unset,

@@ -213,12 +213,14 @@ fn is_corral(pid: i32) -> bool {
 }
 
 /// The pid a file of the private directory belongs to, from its name
-/// (`stats.<pid>`, `maps.<pid>`, `events.<pid>.jsonl`, `events.<pid>.jsonl.old`).
+/// (`stats.<pid>`, `maps.<pid>`, `events.<pid>.jsonl`, `events.<pid>.jsonl.old`,
+/// and `tsc.<pid>`, the TSC calibration of the CLI `<pid>` before its rename).
 fn owner_pid(name: &str) -> Option<i32> {
     let rest = name
         .strip_prefix("stats.")
         .or_else(|| name.strip_prefix("maps."))
-        .or_else(|| name.strip_prefix("events."))?;
+        .or_else(|| name.strip_prefix("events."))
+        .or_else(|| name.strip_prefix("tsc."))?;
     rest.split('.').next()?.parse().ok()
 }
 

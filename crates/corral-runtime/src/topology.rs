@@ -35,14 +35,26 @@ pub fn read_from(root: &Path) -> io::Result<Vec<CpuTopo>> {
         )
     })?;
     let nodes = node_of_cpus(root);
-    Ok(cpus
-        .into_iter()
-        .map(|cpu| CpuTopo {
-            cpu,
-            llc: llc_of(&root.join(format!("cpu/cpu{cpu}/cache"))).unwrap_or(cpu),
-            node: nodes.iter().find(|(c, _)| *c == cpu).map_or(0, |(_, n)| *n),
-        })
-        .collect())
+    // A CPU named in an LLC's shared list already read needs no reading of
+    // its own: one CPU per LLC is read, not each (sysfs opens cost tens of
+    // microseconds each, and `corral run` reads this before the program starts).
+    let mut known: Vec<(u32, u32)> = Vec::new(); // (cpu, llc)
+    let mut topo = Vec::with_capacity(cpus.len());
+    for cpu in cpus {
+        let llc = match known.iter().find(|(c, _)| *c == cpu) {
+            Some(&(_, llc)) => llc,
+            None => match llc_of(&root.join(format!("cpu/cpu{cpu}/cache"))) {
+                Some((llc, sharing)) => {
+                    known.extend(sharing.into_iter().map(|c| (c, llc)));
+                    llc
+                }
+                None => cpu,
+            },
+        };
+        let node = nodes.iter().find(|(c, _)| *c == cpu).map_or(0, |(_, n)| *n);
+        topo.push(CpuTopo { cpu, llc, node });
+    }
+    Ok(topo)
 }
 
 /// `topo` as one line, `cpu:llc:node` per CPU, comma-separated: what
@@ -111,9 +123,10 @@ pub fn ssc_order_of(topo: &[CpuTopo], allowed: &[u32]) -> Option<Vec<u32>> {
     }
 }
 
-/// The smallest CPU sharing the highest-level data or unified cache.
-fn llc_of(cache_dir: &Path) -> Option<u32> {
-    let mut best: Option<(u32, u32)> = None; // (level, first cpu)
+/// The smallest CPU sharing the highest-level data or unified cache, and
+/// every CPU sharing it.
+fn llc_of(cache_dir: &Path) -> Option<(u32, Vec<u32>)> {
+    let mut best: Option<(u32, Vec<u32>)> = None; // (level, sharing CPUs)
     for entry in fs::read_dir(cache_dir).ok()? {
         let dir: PathBuf = entry.ok()?.path();
         if !dir.file_name()?.to_str()?.starts_with("index") {
@@ -128,13 +141,17 @@ fn llc_of(cache_dir: &Path) -> Option<u32> {
             .trim()
             .parse()
             .ok()?;
+        if best.as_ref().is_some_and(|(l, _)| level <= *l) {
+            continue;
+        }
         let shared = fs::read_to_string(dir.join("shared_cpu_list")).ok()?;
-        let first = *parse_cpu_list(shared.trim())?.first()?;
-        if best.is_none_or(|(l, _)| level > l) {
-            best = Some((level, first));
+        let sharing = parse_cpu_list(shared.trim())?;
+        if !sharing.is_empty() {
+            best = Some((level, sharing));
         }
     }
-    best.map(|(_, first)| first)
+    let (_, sharing) = best?;
+    Some((*sharing.iter().min()?, sharing))
 }
 
 fn node_of_cpus(root: &Path) -> Vec<(u32, u32)> {
@@ -257,6 +274,31 @@ mod tests {
         let nodes: Vec<u32> = topo.iter().map(|c| c.node).collect();
         assert_eq!(llcs, vec![0, 1, 0, 1]);
         assert_eq!(nodes, vec![0, 1, 0, 1]);
+    }
+
+    #[test]
+    fn one_cpu_per_llc_is_read() {
+        let root = std::env::temp_dir().join(format!("corral-topo1-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        write(&root.join("cpu/online"), "0-3\n");
+        // Only CPUs 0 and 1 have cache directories: their LLCs' shared
+        // lists name 2 and 3, which are then never read.
+        for cpu in 0..2u32 {
+            let cache = root.join(format!("cpu/cpu{cpu}/cache"));
+            write(&cache.join("index0/level"), "2");
+            write(&cache.join("index0/type"), "Unified");
+            write(&cache.join("index0/shared_cpu_list"), &format!("{cpu}"));
+            write(&cache.join("index3/level"), "3");
+            write(&cache.join("index3/type"), "Unified");
+            write(
+                &cache.join("index3/shared_cpu_list"),
+                if cpu == 0 { "0,2" } else { "1,3" },
+            );
+        }
+        let topo = read_from(&root).unwrap();
+        let _ = fs::remove_dir_all(&root);
+        let llcs: Vec<u32> = topo.iter().map(|c| c.llc).collect();
+        assert_eq!(llcs, vec![0, 1, 0, 1]);
     }
 
     #[test]

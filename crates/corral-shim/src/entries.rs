@@ -185,11 +185,16 @@ fn load() {
     }
 }
 
-/// At load: the process `corral run` started loads the full library now.
+/// At load, in the process `corral run` started: it dies with corral
+/// (which spawns it without a step between fork and exec, to start it
+/// sooner), and it loads the full library now.
 pub(crate) extern "C" fn on_load() {
-    if load::loads_at_start() {
-        // The process has one thread: nothing races this call.
-        let _ = first_call(0);
+    if let Some(corral) = load::started_by() {
+        sys::die_with_parent(corral);
+        if load::has_target() {
+            // The process has one thread: nothing races this call.
+            let _ = first_call(0);
+        }
     }
 }
 

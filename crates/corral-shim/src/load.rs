@@ -56,13 +56,17 @@ pub(crate) fn load_into<const N: usize>(
     }
 }
 
-/// Whether this process is the one `corral run` started (its parent's pid
-/// is in the environment) and has a full library to load at once.
-pub(crate) fn loads_at_start() -> bool {
-    let Some(parent) = sys::env(ENV_PARENT_PID).and_then(|v| parse_pid(v.to_bytes())) else {
-        return false;
-    };
-    parent == sys::getppid() && sys::env(ENV_TARGET).is_some()
+/// The pid of `corral run`, if this process is the one it started (its
+/// parent's pid is in the environment), not a grandchild that inherited
+/// the environment.
+pub(crate) fn started_by() -> Option<i32> {
+    let parent = sys::env(ENV_PARENT_PID).and_then(|v| parse_pid(v.to_bytes()))?;
+    (parent == sys::getppid()).then_some(parent)
+}
+
+/// Whether there is a full library to load.
+pub(crate) fn has_target() -> bool {
+    sys::env(ENV_TARGET).is_some()
 }
 
 /// A pid in decimal. The full library's `init::parse_pid` is its twin:

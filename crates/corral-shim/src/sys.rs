@@ -22,6 +22,9 @@ const SYS_GETTID: usize = 186;
 const SYS_FUTEX: usize = 202;
 const SYS_KILL: usize = 62;
 const SYS_EXIT_GROUP: usize = 231;
+const SYS_PRCTL: usize = 157;
+const PR_SET_PDEATHSIG: usize = 1;
+const SIGKILL: usize = 9;
 const FUTEX_WAIT_PRIVATE: usize = 128;
 const FUTEX_WAKE_PRIVATE: usize = 129;
 const SIGABRT: usize = 6;
@@ -109,6 +112,18 @@ pub(crate) fn getpid() -> i32 {
 pub(crate) fn getppid() -> i32 {
     // SAFETY: no arguments.
     unsafe { syscall4(SYS_GETPPID, 0, 0, 0, 0) as i32 }
+}
+
+/// Makes this process die of SIGKILL when its parent, `parent`, dies (as
+/// the program would had corral been killed with it). If the parent died
+/// before the call, the process exits now as if killed.
+pub(crate) fn die_with_parent(parent: i32) {
+    // SAFETY: prctl(PR_SET_PDEATHSIG) takes a signal number; nothing else.
+    unsafe { syscall4(SYS_PRCTL, PR_SET_PDEATHSIG, SIGKILL, 0, 0) };
+    if getppid() != parent {
+        // SAFETY: exit_group takes a status and does not return.
+        unsafe { syscall4(SYS_EXIT_GROUP, 128 + SIGKILL, 0, 0, 0) };
+    }
 }
 
 pub(crate) fn gettid() -> i32 {

@@ -105,6 +105,82 @@ fn the_programs_processes_inherit_one_tsc_calibration() {
     assert!(((1u64 << 32) / 20..=10 << 32).contains(&q32), "{q32}");
 }
 
+/// The children of process `pid` (its main thread's).
+fn children_of(pid: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+/// Whether `pid` has ended (gone, or a zombie nobody reaped yet).
+fn has_ended(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
+        Err(_) => true,
+    }
+}
+
+/// Polls `cond` every 10 ms for up to 20 s (an event awaited, not a timing).
+fn eventually(cond: impl Fn() -> bool) -> bool {
+    (0..2000).any(|_| {
+        let ok = cond();
+        if !ok {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        ok
+    })
+}
+
+#[test]
+fn the_program_dies_with_corral_when_corral_is_killed_outright() {
+    // A dynamically linked program is started without a step between fork
+    // and exec; the preloaded library arms its death signal. A static one
+    // loads no library: corral arms it between fork and exec.
+    let Some(lib) = preload_beside_corral() else {
+        panic!("build the preload library first: cargo build -p corral-preload");
+    };
+    let dir = std::env::temp_dir().join(format!("corral-orphan-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dynamic = dir.join("sleeper");
+    let fixed = dir.join("sleeper-static");
+    assert!(
+        common::build_fixture("sleeper.c", &dynamic),
+        "needs a C compiler (cc)"
+    );
+    assert!(
+        common::build_fixture_with("sleeper.c", &fixed, &["-static"]),
+        "needs a C compiler with a static libc (libc6-dev)"
+    );
+    for program in [&dynamic, &fixed] {
+        let mut run = corral()
+            .env("CORRAL_PRELOAD", &lib)
+            .args(["run", "--quiet", "--"])
+            .arg(program)
+            .spawn()
+            .unwrap();
+        let mut kid = 0;
+        // Its exec done: the child runs the program, not a copy of corral.
+        assert!(eventually(|| children_of(run.id()).first().is_some_and(
+            |&k| { std::fs::read_link(format!("/proc/{k}/exe")).is_ok_and(|exe| exe == **program) }
+        )));
+        if let Some(&k) = children_of(run.id()).first() {
+            kid = k;
+        }
+        run.kill().unwrap(); // SIGKILL: corral cannot pass anything on
+        run.wait().unwrap();
+        assert!(
+            eventually(|| has_ended(kid)),
+            "{} (pid {kid}) outlived corral",
+            program.display()
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Whether this machine counts LLC references (a PMU; a VM usually has none).
 fn has_pmu() -> bool {
     use corral_locks::sys::perf::{CacheEvent, Counter};

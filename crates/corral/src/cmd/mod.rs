@@ -5,6 +5,7 @@
 pub(crate) mod attach;
 pub(crate) mod bench;
 pub(crate) mod demo;
+pub(crate) mod elf;
 pub(crate) mod kernel_opts;
 pub(crate) mod launch;
 pub(crate) mod lists;
@@ -18,3 +19,4 @@ pub(crate) mod signals;
 pub(crate) mod sim;
 pub(crate) mod static_tls;
 pub(crate) mod top;
+pub(crate) mod tsc;

@@ -13,10 +13,16 @@ pub(crate) fn build_hot_lock(exe: &Path) -> bool {
 /// Builds `tests/fixtures/<source>` with debug info at `exe`; false
 /// without a C compiler.
 pub(crate) fn build_fixture(source: &str, exe: &Path) -> bool {
+    build_fixture_with(source, exe, &[])
+}
+
+/// [`build_fixture`] with `extra` compiler flags (`-static`).
+pub(crate) fn build_fixture_with(source: &str, exe: &Path, extra: &[&str]) -> bool {
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
         .join(source);
     Command::new("cc")
+        .args(extra)
         .args(["-g", "-O1", "-pthread", "-o"])
         .arg(exe)
         .arg(&src)

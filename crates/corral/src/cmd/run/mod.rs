@@ -15,7 +15,7 @@ use corral_runtime::faithful::FfDriver;
 use corral_runtime::policies::PolicySet;
 
 use super::kernel_opts::{prepare, KernelOptions};
-use super::launch::{find_preload, launch_observed, resolve_program, Output};
+use super::launch::{find_preload, launch_observed, resolve_program, Collect, Output, Spawn};
 use super::signals::{exit_code, exit_like};
 use crate::CliError;
 use report::{build_report, ca_summary, ff_summary, summary, LogSummary};
@@ -324,12 +324,18 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
         )?),
         None => None,
     };
+    let wanted = if args.quiet && args.report.is_none() {
+        Collect::StatusOnly
+    } else {
+        Collect::Everything
+    };
     let (outcome, _) = launch_observed(
         &cfg,
         Some(&preload),
         &args.prog,
         events_path.as_deref(),
         Output::Inherit,
+        (Spawn::Fastest, wanted),
         &|pid| {
             // Relaxed: the server reads a pid, nothing else through it.
             metrics_pid.store(pid, std::sync::atomic::Ordering::Relaxed);

@@ -11,7 +11,7 @@ use corral_runtime::config::RuntimeConfig;
 use super::catalog::{App, Column, Done};
 use super::fixture::Fixture;
 use super::report::{Sample, Status};
-use crate::cmd::launch::{launch_observed, Output};
+use crate::cmd::launch::{launch_observed, Output, UNIFORM};
 use crate::CliError;
 
 /// What every run needs.
@@ -197,7 +197,7 @@ fn launch_limited(
             let _ = fd_tx.send(fd);
         }
     };
-    let result = launch_observed(cfg, lib, argv, None, output, &on_spawn);
+    let result = launch_observed(cfg, lib, argv, None, output, UNIFORM, &on_spawn);
     drop(fd_tx);
     let _ = done_tx.send(());
     let fired = watchdog.join().unwrap_or(false);

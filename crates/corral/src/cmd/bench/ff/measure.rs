@@ -11,7 +11,7 @@ use corral_runtime::faithful::{FfDriver, FfReport};
 use super::report::{Run, SimRow};
 use crate::cmd::bench::apps::catalog::App;
 use crate::cmd::bench::apps::fixture::Fixture;
-use crate::cmd::launch::{launch_observed, Output};
+use crate::cmd::launch::{launch_observed, Output, UNIFORM};
 use crate::CliError;
 
 /// (voluntary, involuntary) switches of this process's reaped children.
@@ -75,7 +75,7 @@ pub(super) fn run_one(
     };
     let driver = std::cell::RefCell::new(None);
     let before = children_switches();
-    let (outcome, stdout) = launch_observed(&cfg, Some(lib), &argv, None, out, &|pid| {
+    let (outcome, stdout) = launch_observed(&cfg, Some(lib), &argv, None, out, UNIFORM, &|pid| {
         if let Some(p) = ff {
             *driver.borrow_mut() = FfDriver::start(p, vec![pid], |_| {}).ok();
         }
