@@ -169,6 +169,15 @@ pub struct SscParams {
     /// How much more progress a confined bound must show than every core to
     /// be kept (ties go to no confinement: never worse than no policy).
     pub unconfined_margin: f64,
+    /// A round at a probe (a doubled bound, or a refinement probe) below
+    /// this fraction of the throughput it is compared with rejects the
+    /// probe at once, without the `confirmations` that guard a move
+    /// against noise: rounds swing by tens of percent, not by half. On a
+    /// 16-core machine sysbench mutex at 4-16 threads spent 35-57 ms of
+    /// rounds at a doubled bound of 2 cores before stepping back to 1
+    /// (three rounds). 0 turns it off (the papers: every step back takes
+    /// its confirmations).
+    pub reject_below: f64,
     /// The search begins with one round on every core (no confinement), and
     /// uses it twice: while the doubling is still below it, the bound jumps
     /// to where linear growth would meet it (a program whose lock does not
@@ -274,6 +283,9 @@ impl SscParams {
             // Two rounds and a warm-up: a wasted trial then costs a program
             // that lives on at most about a third of its contended time.
             baseline_min_contended: 24_000_000,
+            // Rounds of the programs above swing +-40%: a probe under half
+            // its reference is worse, not unlucky.
+            reject_below: 0.5,
             // 10 ms rounds of at least 400 attempts (noise about 5%).
             progress_round: 10_000_000,
             progress_round_min: 400,
@@ -347,6 +359,7 @@ impl Default for SscParams {
             class_memory_slots: 256,
             probe_unconfined: false,
             unconfined_margin: 0.05,
+            reject_below: 0.0,
             baseline_unconfined: false,
             progress_round: 0,
             progress_round_min: 0,

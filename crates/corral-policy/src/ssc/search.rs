@@ -340,11 +340,13 @@ impl SearchState {
             }
             return hold;
         }
-        if self.climbing > 0 {
+        // A round far below the last step is no noise (`reject_below`).
+        let far_worse = self.climbing > 0 && Self::far_below(params, thro, self.thro_last_step);
+        if self.climbing > 0 && !far_worse {
             self.climbing = -1;
             return hold;
         }
-        if self.climbing > -confirmations {
+        if self.climbing > -confirmations && !far_worse {
             self.climbing -= 1;
             return hold;
         }
@@ -367,6 +369,12 @@ impl SearchState {
         }
         self.phase = Phase::Settled;
         Step::to(DecisionKind::StepBack, thro, back)
+    }
+
+    /// Whether `thro` is below `reference` by more than noise
+    /// ([`SscParams::reject_below`]; never, where that is 0).
+    fn far_below(params: &SscParams, thro: f64, reference: f64) -> bool {
+        thro < params.reject_below * reference
     }
 
     pub(super) fn record_last(&mut self, work_cores: u32, thro: f64) {
@@ -458,7 +466,7 @@ impl SearchState {
             refine.moved_dir = refine.dir;
             return self.next_probe(params, round, refine, thro);
         }
-        if refine.streak <= -confirmations {
+        if refine.streak <= -confirmations || Self::far_below(params, thro, refine.center_thro) {
             refine.advance();
             return self.next_probe(params, round, refine, thro);
         }

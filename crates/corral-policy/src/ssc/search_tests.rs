@@ -287,3 +287,84 @@ fn a_young_contention_with_light_hand_offs_is_not_confined_yet() {
     let step = state.determine(&SscParams::kernel(), young(0, false));
     assert_eq!(step.kind, DecisionKind::Baseline);
 }
+
+/// Rounds spent at a doubled bound of 2 of 16 cores whose progress is
+/// `at_two` against 40,000 at one core (after a baseline of 6,000 on
+/// every core), before the search leaves it; and the bound it goes to.
+fn rounds_at_two(params: &SscParams, at_two: f64) -> (usize, u32) {
+    let mut state = SearchState::for_params(params);
+    let mut bound = 16;
+    let mut at_two_rounds = 0;
+    for _ in 0..20 {
+        let measured = match bound {
+            16 => 6_000.0,
+            1 => 40_000.0,
+            2 => at_two,
+            _ => 10_000.0,
+        };
+        let r = Round {
+            max_bound: 16,
+            ..round(bound, 16, measured)
+        };
+        if bound == 2 {
+            at_two_rounds += 1;
+        }
+        let step = state.determine(params, r);
+        match step.bound {
+            BoundMove::To(b) => bound = b,
+            BoundMove::Restart => bound = 16,
+            BoundMove::Keep => {}
+        }
+        if at_two_rounds > 0 && bound != 2 {
+            return (at_two_rounds, bound);
+        }
+    }
+    (at_two_rounds, bound)
+}
+
+#[test]
+fn a_probe_at_under_half_is_rejected_after_one_round() {
+    // sysbench mutex on 16 cores: one core makes 40k, two make 15k.
+    let params = SscParams::user_space();
+    assert_eq!(rounds_at_two(&params, 15_000.0), (1, 1));
+    // Without the rule, the step back takes its confirmations.
+    let confirming = SscParams {
+        reject_below: 0.0,
+        ..params
+    };
+    assert_eq!(rounds_at_two(&confirming, 15_000.0), (3, 1));
+    // A probe within noise of its reference still takes them.
+    assert_eq!(rounds_at_two(&params, 30_000.0), (3, 1));
+}
+
+#[test]
+fn a_refinement_probe_at_under_half_is_left_after_one_round() {
+    let probing = |params: &SscParams, measured: f64| {
+        let mut state = SearchState::for_params(params);
+        // Every thread arrived rounds ago (no arrival hold).
+        state.last_lock_intensive = 16;
+        state.phase = Phase::Refine(Refine {
+            center: 2,
+            center_thro: 40_000.0,
+            step: 1,
+            dir: 1,
+            moved_dir: 0,
+            probe: 3,
+            streak: 0,
+        });
+        let r = Round {
+            max_bound: 16,
+            ..round(3, 16, measured)
+        };
+        state.determine(params, r).bound
+    };
+    let params = SscParams::user_space();
+    assert_eq!(probing(&params, 10_000.0), BoundMove::To(1));
+    // Within noise, or without the rule: the probe holds for its rounds.
+    assert_eq!(probing(&params, 30_000.0), BoundMove::Keep);
+    let confirming = SscParams {
+        reject_below: 0.0,
+        ..params
+    };
+    assert_eq!(probing(&confirming, 10_000.0), BoundMove::Keep);
+}
