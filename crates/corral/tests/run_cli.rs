@@ -162,14 +162,14 @@ fn the_program_dies_with_corral_when_corral_is_killed_outright() {
             .arg(program)
             .spawn()
             .unwrap();
-        let mut kid = 0;
         // Its exec done: the child runs the program, not a copy of corral.
-        assert!(eventually(|| children_of(run.id()).first().is_some_and(
-            |&k| { std::fs::read_link(format!("/proc/{k}/exe")).is_ok_and(|exe| exe == **program) }
-        )));
-        if let Some(&k) = children_of(run.id()).first() {
-            kid = k;
-        }
+        let runs_program = |k: &u32| {
+            std::fs::read_link(format!("/proc/{k}/exe")).is_ok_and(|exe| exe == **program)
+        };
+        assert!(eventually(|| children_of(run.id())
+            .first()
+            .is_some_and(runs_program)));
+        let kid = *children_of(run.id()).first().expect("corral's child");
         run.kill().unwrap(); // SIGKILL: corral cannot pass anything on
         run.wait().unwrap();
         assert!(

@@ -1,7 +1,7 @@
 //! The TSC calibration `corral run` hands to the program's processes, kept
 //! for the rest of the boot in corral's private directory: a run then
-//! starts without spinning 250 us to measure it (on a 2-CPU VM that spin
-//! was a tenth of what `corral run` added to the start of a program).
+//! starts without spinning 250 us to measure it (on a 2-CPU VM,
+//! `corral run --quiet -- true` took 3.7 ms more than `true` alone).
 
 use std::io::{Read, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
