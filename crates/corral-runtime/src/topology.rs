@@ -248,21 +248,29 @@ mod tests {
         fs::write(path, text).unwrap();
     }
 
+    /// One cache of a synthetic `cpuN/cache`: `index` at `level`, data or
+    /// unified (`kind`), shared by the CPUs `shared` lists.
+    fn cache(dir: &Path, index: u32, level: u32, kind: &str, shared: &str) {
+        let index = dir.join(format!("index{index}"));
+        write(&index.join("level"), &level.to_string());
+        write(&index.join("type"), kind);
+        write(&index.join("shared_cpu_list"), shared);
+    }
+
     #[test]
     fn synthetic_two_socket_tree() {
         let root = std::env::temp_dir().join(format!("corral-topo-{}", std::process::id()));
         let _ = fs::remove_dir_all(&root);
         write(&root.join("cpu/online"), "0-3\n");
         for cpu in 0..4u32 {
-            let cache = root.join(format!("cpu/cpu{cpu}/cache"));
-            write(&cache.join("index0/level"), "1");
-            write(&cache.join("index0/type"), "Data");
-            write(&cache.join("index0/shared_cpu_list"), &format!("{cpu}"));
-            write(&cache.join("index1/level"), "3");
-            write(&cache.join("index1/type"), "Unified");
+            let dir = root.join(format!("cpu/cpu{cpu}/cache"));
+            cache(&dir, 0, 1, "Data", &cpu.to_string());
             // CPUs 0,2 share one LLC and 1,3 another (ids interleave, as on many servers).
-            write(
-                &cache.join("index1/shared_cpu_list"),
+            cache(
+                &dir,
+                1,
+                3,
+                "Unified",
                 if cpu % 2 == 0 { "0,2" } else { "1,3" },
             );
         }
@@ -284,16 +292,9 @@ mod tests {
         // Only CPUs 0 and 1 have cache directories: their LLCs' shared
         // lists name 2 and 3, which are then never read.
         for cpu in 0..2u32 {
-            let cache = root.join(format!("cpu/cpu{cpu}/cache"));
-            write(&cache.join("index0/level"), "2");
-            write(&cache.join("index0/type"), "Unified");
-            write(&cache.join("index0/shared_cpu_list"), &format!("{cpu}"));
-            write(&cache.join("index3/level"), "3");
-            write(&cache.join("index3/type"), "Unified");
-            write(
-                &cache.join("index3/shared_cpu_list"),
-                if cpu == 0 { "0,2" } else { "1,3" },
-            );
+            let dir = root.join(format!("cpu/cpu{cpu}/cache"));
+            cache(&dir, 0, 2, "Unified", &cpu.to_string());
+            cache(&dir, 3, 3, "Unified", if cpu == 0 { "0,2" } else { "1,3" });
         }
         let topo = read_from(&root).unwrap();
         let _ = fs::remove_dir_all(&root);

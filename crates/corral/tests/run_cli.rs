@@ -140,9 +140,7 @@ fn the_program_dies_with_corral_when_corral_is_killed_outright() {
     // A dynamically linked program is started without a step between fork
     // and exec; the preloaded library arms its death signal. A static one
     // loads no library: corral arms it between fork and exec.
-    let Some(lib) = preload_beside_corral() else {
-        panic!("build the preload library first: cargo build -p corral-preload");
-    };
+    let lib = common::preload();
     let dir = std::env::temp_dir().join(format!("corral-orphan-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let dynamic = dir.join("sleeper");
