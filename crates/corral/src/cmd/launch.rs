@@ -166,11 +166,12 @@ pub(crate) enum Spawn {
     /// in the child, exec. What benchmarks use, so that the columns they
     /// compare pay the same start.
     Uniform,
-    /// As fast as the program allows: where the preloaded library will
-    /// load into it (a dynamically linked program), vfork and exec at once
+    /// For a program the preloaded library loads into (the caller checked:
+    /// [`super::elf::loads_preloads`]): vfork and exec at once
     /// (`posix_spawn`), and the library arms the death signal; about 0.3 ms
-    /// sooner on a 2-CPU VM than a fork of corral. Else as [`Spawn::Uniform`].
-    Fastest,
+    /// sooner on a 2-CPU VM than a fork of corral. Without a preload, as
+    /// [`Spawn::Uniform`].
+    Direct,
 }
 
 /// What is read back from a run.
@@ -274,10 +275,7 @@ pub(crate) fn launch_observed(
             cmd.stdout(Stdio::null());
         }
     }
-    let armed_by_preload = spawn == Spawn::Fastest
-        && preload.is_some()
-        && resolve_program(name).is_some_and(|p| super::elf::loads_preloads(&p));
-    if !armed_by_preload {
+    if spawn == Spawn::Uniform || preload.is_none() {
         signals::die_with_parent(&mut cmd);
     }
     signals::forward_to_program();

@@ -260,12 +260,19 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
         )));
     }
     let prog_name = &args.prog[0];
-    if resolve_program(prog_name).is_none() {
+    let Some(program) = resolve_program(prog_name) else {
         return Err(CliError(format!(
             "PROG '{}' not found (or not executable)",
             prog_name.to_string_lossy()
         )));
-    }
+    };
+    // A static program loads no preload to arm its death signal: corral
+    // arms it between fork and exec.
+    let spawn = if super::elf::loads_preloads(&program) {
+        Spawn::Direct
+    } else {
+        Spawn::Uniform
+    };
     let preload = find_preload()?;
     if args.no_lock_profile {
         // Read by the preload library at load; no other thread runs yet.
@@ -335,7 +342,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
         &args.prog,
         events_path.as_deref(),
         Output::Inherit,
-        (Spawn::Fastest, wanted),
+        (spawn, wanted),
         &|pid| {
             // Relaxed: the server reads a pid, nothing else through it.
             metrics_pid.store(pid, std::sync::atomic::Ordering::Relaxed);
