@@ -106,7 +106,12 @@ masks() {
 for sig in TERM INT HUP; do
     "$scratch/churn" &
     target=$!
-    sleep 0.2 # its threads exist
+    # All 7 of its threads exist (on a loaded machine 0.2 s was not always
+    # enough, and a thread born later read as a changed mask).
+    for _ in $(seq 1000); do
+        (($(ls /proc/"$target"/task | wc -l) >= 7)) && break
+        sleep 0.01
+    done
     before=$(masks)
     # perl: a background job of a script starts with SIGINT ignored, and
     # corral rightly keeps an ignored signal ignored; undo that first.
