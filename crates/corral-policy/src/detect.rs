@@ -168,6 +168,18 @@ pub fn handoffs_could_qualify(
     waits > 0 && handoffs_cost_over(params, waits, wall_len as f64 * f64::from(cpus))
 }
 
+/// The share of every core's time that `waits` contended acquisitions
+/// over `wall_len` on `cpus` CPUs cost in hand-offs
+/// ([`DetectParams::handoff_ns`]): at most what confining their threads
+/// could save. `None` without a hand-off cost.
+#[inline]
+pub fn handoff_share(params: &DetectParams, waits: u64, wall_len: Nanos, cpus: u32) -> Option<f64> {
+    (params.handoff_ns > 0).then(|| {
+        let time = wall_len as f64 * f64::from(cpus.max(1));
+        waits as f64 * params.handoff_ns as f64 / time.max(1.0)
+    })
+}
+
 /// Should a thread that waited `wait_ns` in `waits` contended acquisitions
 /// over the `span_ns` since its driver last looked call it to look now? A
 /// driver that sleeps while nothing qualifies (a monitor between quiet

@@ -1,7 +1,9 @@
 //! A program contended only briefly, whose hand-offs are few, is not
-//! confined before it has been contended for `baseline_min_contended`:
-//! git grep on 16 cores lived 20-30 ms and spent its last third on one
-//! core. Heavy hand-offs still start the search at the first round.
+//! confined before it has been contended for `baseline_min_contended`
+//! (git grep on 16 cores lived 20-30 ms and spent its last third on one
+//! core), nor before its hand-offs would have paid for the trial
+//! (`trial_price`). Heavy hand-offs still start the search at the first
+//! round.
 
 mod ssc_driver;
 
@@ -13,13 +15,22 @@ use ssc_driver::*;
 /// make 500 acquisitions a ms, of which `waits_per_ms` contended; returns
 /// when the baseline round decided.
 fn baseline_at(params: SscParams, waits_per_ms: u64) -> Nanos {
+    baseline_before(params, waits_per_ms, Nanos::MAX).expect("a baseline decision")
+}
+
+/// [`baseline_at`], driven until `until` at most (`None`: no baseline
+/// decision by then).
+fn baseline_before(params: SscParams, waits_per_ms: u64, until: Nanos) -> Option<Nanos> {
     let mut driver = Driver::unsettled(params, 16, 32);
     let steps_per_ms = 1_000_000 / STEP;
-    for step in 0..20_000u64 {
+    for step in 0..200_000u64 {
         let now = driver.now;
+        if now >= until {
+            return None;
+        }
         if let Some(d) = driver.ctl.observe_progress(500 / steps_per_ms, now) {
             if d.kind == DecisionKind::Baseline {
-                return now;
+                return Some(now);
             }
         }
         if step % steps_per_ms == 0 {
@@ -27,11 +38,11 @@ fn baseline_at(params: SscParams, waits_per_ms: u64) -> Nanos {
         }
         if let Some(d) = driver.slice(&|_| 0.5) {
             if d.kind == DecisionKind::Baseline {
-                return driver.now;
+                return Some(driver.now);
             }
         }
     }
-    panic!("no baseline decision: {:?}", driver.log);
+    None
 }
 
 #[test]
@@ -39,16 +50,32 @@ fn light_hand_offs_wait_for_the_contention_to_last() {
     let params = SscParams::user_space();
     let min = params.baseline_min_contended;
     assert!(min > 0);
-    // 10 contended a ms on 16 cores: 20 us of hand-offs against 1.6 ms of
-    // CPU time a ms.
-    let at = baseline_at(params, 10);
-    assert!(at >= min, "confined after {} ms", at / 1_000_000);
+    // 400 contended a ms on 16 cores: 0.8 ms of hand-offs against 16 ms
+    // of the cores' time a ms, 5%: the trial's price is paid in 100 ms.
+    let at = baseline_at(params, 400);
+    assert!(at >= 100_000_000, "confined after {} ms", at / 1_000_000);
     // Without the wait the trial would have begun a round after the start.
     let eager = SscParams {
         baseline_min_contended: 0,
+        trial_price: 0,
         ..params
     };
-    assert!(baseline_at(eager, 10) < min);
+    assert!(baseline_at(eager, 400) < min);
+}
+
+#[test]
+fn hand_offs_that_could_never_pay_for_a_trial_keep_every_core() {
+    // 10 contended a ms on 16 cores (git grep's few): 0.125% of the
+    // time, a price paid in 4 s; none within this second of contention.
+    let params = SscParams::user_space();
+    assert!(baseline_before(params, 10, 1_000_000_000).is_none());
+    // The papers' floor alone would have confined it after 48 ms.
+    let floor_only = SscParams {
+        trial_price: 0,
+        ..params
+    };
+    let at = baseline_before(floor_only, 10, 1_000_000_000).expect("a trial");
+    assert!(at >= floor_only.baseline_min_contended);
 }
 
 #[test]

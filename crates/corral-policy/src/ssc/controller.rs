@@ -36,6 +36,7 @@ impl SscController {
             progress_reported: AtomicBool::new(false),
             round_waits_off: AtomicU64::new(0),
             round_waits_on: AtomicU64::new(0),
+            waits_reported: AtomicBool::new(false),
             load_floor: AtomicU32::new(1),
             last_p: AtomicU64::new(0f64.to_bits()),
             baseline_rate: AtomicU64::new(0f64.to_bits()),
@@ -371,6 +372,9 @@ impl SscController {
     /// confined round in which most waits are still off the SSC measures
     /// a mix of bounds (see `SscParams::mixed_waits_off_ssc`).
     pub fn observe_waits(&self, off: u64, on: u64) {
+        if !self.waits_reported.load(HINT) {
+            self.waits_reported.store(true, HINT);
+        }
         if off > 0 {
             self.round_waits_off.fetch_add(off, HINT);
         }

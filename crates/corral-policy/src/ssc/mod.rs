@@ -233,6 +233,9 @@ pub struct SscController {
     /// (see `observe_waits`).
     round_waits_off: AtomicU64,
     round_waits_on: AtomicU64,
+    /// Whether the driver reports waits at all (`observe_waits`, even of
+    /// none): a round without waits then had none.
+    waits_reported: AtomicBool,
     /// Cores needed to keep SSC run queues short (growth on load); 1 if off.
     load_floor: AtomicU32,
     /// p of the last determination, as f64 bits (migrate-back compares with it).
@@ -358,13 +361,16 @@ impl SscController {
                 1,
             )
             .then(|| off as f64 / (off + on) as f64),
-            heavy_handoffs: off + on == 0
-                || crate::detect::handoffs_could_qualify(
+            handoff_share: if self.waits_reported.load(HINT) {
+                crate::detect::handoff_share(
                     &self.params.detect,
                     off + on,
                     elapsed,
                     self.max_bound(),
-                ),
+                )
+            } else {
+                None
+            },
             contended_for: match self.contended_since.load(HINT) {
                 0 => 0,
                 since => now.saturating_sub(since),

@@ -134,6 +134,16 @@ pub struct SscParams {
     /// thousands a ms) start the search at once. 0 (the papers): the
     /// search starts at its first round.
     pub baseline_min_contended: Nanos,
+    /// What a confined trial costs a program that needs its cores, in its
+    /// own time (about one round at half speed). Its round on every core
+    /// holds, beyond `baseline_min_contended`, until the program has been
+    /// contended so long that its hand-offs' share of every core's time
+    /// (`detect::handoff_share`, at most what confinement could save) would
+    /// have paid for a trial: `trial_price / share`. pigz -p 64 on 2 CPUs
+    /// hands off 0.1-2.6 times a ms (under 0.3% of the time) and spent 25
+    /// ms of a 200 ms run on one core before settling back on both: 0.93x
+    /// of no policy. 0 (the papers): not looked at.
+    pub trial_price: Nanos,
     /// Compare measured progress (see `SscController::observe_progress`:
     /// lock acquisitions of the program's threads per unit time) instead of
     /// T(n) = n(1 - p(n)) once the driver reports any. Paper 1, footnote 1:
@@ -199,6 +209,25 @@ pub struct SscParams {
 }
 
 impl SscParams {
+    /// How long a program must have been contended before its round on
+    /// every core gives way to a confined trial, if its hand-offs cost
+    /// `handoff_share` of every core's time (`None`: not known, no wait).
+    /// Hand-offs over the qualifying share start the trial at once.
+    pub fn trial_after(&self, handoff_share: Option<f64>) -> Nanos {
+        let Some(share) = handoff_share else {
+            return 0;
+        };
+        if share > self.detect.qualify_share {
+            return 0;
+        }
+        let rent = match self.trial_price {
+            0 => 0,
+            price if share > 0.0 => (price as f64 / share).min(Nanos::MAX as f64) as Nanos,
+            _ => Nanos::MAX,
+        };
+        self.baseline_min_contended.max(rent)
+    }
+
     /// corral's preset for kernel locks, run by the kernel-lock monitor and
     /// by the simulator's `lca` (which models kernel spin locks): every
     /// improvement but growth on load. With every thread lock intensive
@@ -287,6 +316,11 @@ impl SscParams {
             // plain, 30-40 interleaved runs at 16, 32 and 64 threads), pigz
             // -p 64 alike (0.90x). Heavy hand-offs do not wait for it.
             baseline_min_contended: 48_000_000,
+            // A 10 ms round at half speed. At a tenth of the time in
+            // hand-offs (where they turn heavy) the price is paid in 50 ms,
+            // near `baseline_min_contended`; git grep at 64 threads on 2
+            // CPUs (1.6%) would wait 310 ms, longer than it lives.
+            trial_price: 5_000_000,
             // Rounds of the programs above swing +-40%: a probe under half
             // its reference is worse, not unlucky.
             reject_below: 0.5,
@@ -354,6 +388,7 @@ impl Default for SscParams {
             stall_fraction: 0.0,
             mixed_waits_off_ssc: 0.0,
             baseline_min_contended: 0,
+            trial_price: 5_000_000,
             use_progress: true,
             // Up to 16 x 3 quiet slices: long against a search round.
             release_backoff_max: 4,

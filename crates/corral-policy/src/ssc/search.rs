@@ -92,11 +92,11 @@ pub(crate) struct Round {
     /// How long the program has had a lock-intensive thread (since the
     /// first qualified; `SscParams::baseline_min_contended`).
     pub contended_for: Nanos,
-    /// Whether the round's contended acquisitions cost hand-offs over the
-    /// qualifying share of every core's time
-    /// (`detect::handoffs_could_qualify`), the CPU confinement could save;
-    /// true where the driver reports no waits.
-    pub heavy_handoffs: bool,
+    /// The share of every core's time the round's contended acquisitions
+    /// cost in hand-offs (`detect::handoff_share`), at most what
+    /// confinement could save; `None` where the driver reports no waits
+    /// (or prices no hand-off). See `SscParams::trial_after`.
+    pub handoff_share: Option<f64>,
 }
 
 impl Round {

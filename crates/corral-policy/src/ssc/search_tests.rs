@@ -15,7 +15,7 @@ fn round(bound: u32, lock_intensive: u32, measured: f64) -> Round {
         useful_perc: 0.0,
         waits_off_ssc: None,
         contended_for: Nanos::MAX,
-        heavy_handoffs: true,
+        handoff_share: None,
     }
 }
 
@@ -260,22 +260,24 @@ fn a_small_gain_from_confinement_keeps_every_core() {
 
 #[test]
 fn a_young_contention_with_light_hand_offs_is_not_confined_yet() {
-    // git grep at 64 threads: every 10 ms round on every core, its first
-    // threads qualified at 0 ms, few hand-offs; it lives 30-60 ms.
+    // Every 10 ms round on every core, its first threads qualified at 0 ms.
     let params = SscParams::user_space();
-    let young = |contended_ms: u64, heavy_handoffs: bool| Round {
+    // Hand-offs cost 5% of the time (light) or 50% (heavy, over the
+    // qualifying 10%).
+    let young = |contended_ms: u64, heavy: bool| Round {
         contended_for: contended_ms * 1_000_000,
-        heavy_handoffs,
+        handoff_share: Some(if heavy { 0.5 } else { 0.05 }),
         ..round(2, 40, 500.0)
     };
     let mut state = SearchState::for_params(&params);
-    for ms in [6, 16, 26, 36, 46] {
+    // At 5% the 5 ms price of a trial is paid in 100 ms.
+    for ms in [6, 16, 26, 36, 46, 56, 76, 96] {
         let step = state.determine(&params, young(ms, false));
         assert_eq!(step.kind, DecisionKind::Hold, "at {ms} ms");
         assert_eq!(step.bound, BoundMove::Keep, "at {ms} ms");
     }
     // Contended for long enough, the baseline decides and the trial begins.
-    let step = state.determine(&params, young(56, false));
+    let step = state.determine(&params, young(106, false));
     assert_eq!(step.kind, DecisionKind::Baseline);
     assert_eq!(step.bound, BoundMove::To(1));
     // Heavy hand-offs (sysbench mutex) start the search at its first round.
@@ -286,6 +288,61 @@ fn a_young_contention_with_light_hand_offs_is_not_confined_yet() {
     let mut state = SearchState::for_params(&SscParams::kernel());
     let step = state.determine(&SscParams::kernel(), young(0, false));
     assert_eq!(step.kind, DecisionKind::Baseline);
+}
+
+#[test]
+fn hand_offs_too_few_to_pay_for_a_trial_keep_every_core() {
+    // pigz -p 64 on 2 CPUs: 59 threads qualify (they wait long), but the
+    // program hands off 0.1-2.6 times a ms, under 0.3% of the time; a
+    // trial cost it 25 ms on one core. A round without a wait is no
+    // evidence either.
+    let params = SscParams::user_space();
+    let pigz = |contended_ms: u64, share: f64| Round {
+        contended_for: contended_ms * 1_000_000,
+        handoff_share: Some(share),
+        ..round(2, 59, 140.0)
+    };
+    let mut state = SearchState::for_params(&params);
+    for ms in (10..1_000).step_by(10) {
+        let share = if ms % 20 == 0 { 0.0 } else { 0.0026 };
+        let step = state.determine(&params, pigz(ms, share));
+        assert_eq!(step.kind, DecisionKind::Hold, "at {ms} ms");
+        assert_eq!(step.bound, BoundMove::Keep, "at {ms} ms");
+    }
+    // Long enough, even such a share has paid for one: 5 ms / 0.26%.
+    let step = state.determine(&params, pigz(1_930, 0.0026));
+    assert_eq!(step.kind, DecisionKind::Baseline);
+    // Hand-offs that turn heavy start it at once.
+    let mut state = SearchState::for_params(&params);
+    assert_eq!(
+        state.determine(&params, pigz(10, 0.0)).kind,
+        DecisionKind::Hold
+    );
+    assert_eq!(
+        state.determine(&params, pigz(20, 0.3)).kind,
+        DecisionKind::Baseline
+    );
+}
+
+#[test]
+fn the_wait_for_a_trial_is_the_price_over_the_share() {
+    let params = SscParams::user_space();
+    let ms = |share: Option<f64>| params.trial_after(share) / 1_000_000;
+    // Unknown (no waits reported) or heavy: at once.
+    assert_eq!(ms(None), 0);
+    assert_eq!(ms(Some(0.11)), 0);
+    // Light: the price over the share, never under the floor.
+    assert_eq!(ms(Some(0.1)), 50);
+    assert_eq!(ms(Some(0.025)), 200);
+    assert_eq!(ms(Some(0.02)), 250);
+    assert_eq!(params.trial_after(Some(0.0)), Nanos::MAX);
+    // Without a price, only the floor.
+    let floor_only = SscParams {
+        trial_price: 0,
+        ..params
+    };
+    assert_eq!(floor_only.trial_after(Some(0.0)), 48_000_000);
+    assert_eq!(SscParams::kernel().trial_after(Some(0.0)), 0);
 }
 
 /// Rounds spent at a doubled bound of 2 of 16 cores whose progress is
