@@ -353,7 +353,7 @@ fn code(result: Result<(), RwError>) -> c_int {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use corral_locks::wait::thread_counter;
+    use corral_locks::wait::{set_thread_counter, thread_counter, WaitCounter};
 
     fn zeroed() -> libc::pthread_rwlock_t {
         // SAFETY: all-zero bytes are PTHREAD_RWLOCK_INITIALIZER.
@@ -419,9 +419,13 @@ mod tests {
             let other = std::thread::scope(|s| {
                 let t = s.spawn(|| {
                     assert_eq!(pthread_rwlock_trywrlock(lock()), libc::EBUSY);
-                    thread_counter().take();
+                    // A counter of its own, past the registry's: a monitor
+                    // running in this test process would claim the wait
+                    // from its slot's counter while it lasts.
+                    let theirs: &'static WaitCounter = Box::leak(Box::new(WaitCounter::new()));
+                    set_thread_counter(theirs);
                     assert_eq!(then(lock()), 0);
-                    let (_, waits) = thread_counter().take();
+                    let (_, waits) = theirs.take();
                     assert_eq!(pthread_rwlock_unlock(lock()), 0);
                     waits
                 });

@@ -15,7 +15,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use corral_locks::sys::clock::{monotonic_ns, thread_cpu_ns_of as cpu_ns_of};
-use corral_locks::wait::ticks_to_ns;
+use corral_locks::wait::{now_ticks, ticks_to_ns};
 use corral_policy::placement::Placement;
 use corral_policy::ssc::{
     program_key, Phase, SliceObs, SscController, ThreadAction, ThreadPolicyState,
@@ -348,7 +348,11 @@ impl Monitor {
         if tid == 0 {
             return;
         }
-        let (wait_ticks, waits) = slot.wait.take();
+        let (done_ticks, done_waits) = slot.wait.take();
+        // A wait under way counts from now, not from its end: a thread
+        // asleep on a lock then qualifies within its first window.
+        let (open_ticks, open_waits) = slot.wait.claim_waiting(now_ticks());
+        let (wait_ticks, waits) = (done_ticks + open_ticks, done_waits + open_waits);
         let sample = ThreadSample {
             tid,
             cpu_ns: cpu_ns_of(tid),

@@ -220,6 +220,38 @@ fn a_waiter_asleep_on_a_lock_qualifies_after_a_wall_window_with_little_cpu() {
 }
 
 #[test]
+fn a_thread_asleep_on_a_lock_qualifies_while_it_still_waits() {
+    // One of 32 sysbench threads parked on its mutex for tens of ms: its
+    // wait, recorded only at its end, qualified it 43-50 ms into the run.
+    let mut m = lca_monitor(1_000_000);
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let (wake_tx, wake_rx) = mpsc::channel::<()>();
+    let sleeper = std::thread::spawn(move || {
+        registry::on_lock_attempt();
+        let tid = registry::current_tid();
+        let index = (0..registry::slots_in_use())
+            .find(|&i| registry::slot(i).tid.load(Ordering::Acquire) == tid)
+            .unwrap();
+        // Asleep on a lock until told, as a parked futex waiter is.
+        let waiting = corral_locks::wait::Waiting::begin();
+        ready_tx.send(index).unwrap();
+        wake_rx.recv().unwrap();
+        waiting.end();
+    });
+    let index = ready_rx.recv().unwrap();
+    let since = std::time::Instant::now();
+    let mut placed = false;
+    while !placed && since.elapsed() < Duration::from_secs(2) {
+        m.tick();
+        placed = registry::slot(index).want.load(Ordering::Relaxed) == Placement::Ssc;
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    wake_tx.send(()).unwrap();
+    sleeper.join().unwrap();
+    assert!(placed, "not qualified while it waited");
+}
+
+#[test]
 fn a_thread_that_yields_as_it_locks_is_said_once_and_not_placed() {
     let ms = 1_000_000;
     let path = std::env::temp_dir().join(format!("corral-yield-test.{}.jsonl", std::process::id()));

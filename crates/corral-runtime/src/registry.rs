@@ -413,7 +413,7 @@ fn register(l: &Local) -> Standing {
         }
     };
     let s = &SLOTS[index];
-    s.wait.take();
+    s.wait.reset();
     set_thread_counter(&s.wait);
     l.slot.set(Standing::Slot(index as u32));
     hot::with(|h| h.watch.set(&s.watch));
@@ -546,7 +546,7 @@ pub fn reset_after_fork() {
         s.applied.store(Placement::Unconfined, Ordering::Relaxed);
         s.gone.store(false, Ordering::Relaxed);
         s.trail.head.store(0, Ordering::Relaxed); // Relaxed: single-threaded here.
-        s.wait.take();
+        s.wait.reset();
     }
     CLAIMED.store(0, Ordering::Relaxed); // Relaxed: single-threaded here.
     clear_thread_counter();

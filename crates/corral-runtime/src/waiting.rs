@@ -17,7 +17,7 @@
 //! Parking algorithms (futex, adaptive) always wait as they do: they
 //! already sleep.
 
-use corral_locks::wait::{now_ticks, record_wait, thread_counter};
+use corral_locks::wait::{record_wait, Waiting};
 use corral_locks::RawLock;
 
 /// The clock reads this module once defined, kept at their old paths.
@@ -74,7 +74,7 @@ pub fn lock_contended<L: RawLock>(lock: &L, parks: bool, parking: Option<&Parkin
         record_wait(|| lock.lock());
         return;
     }
-    let start = now_ticks();
+    let waiting = Waiting::begin();
     let max_spin = spin_before_park();
     let mut spin = SPIN_BUDGET.get().clamp(MIN_SPIN.min(max_spin), max_spin);
     let mut sleep_ns = SLEEP_FIRST_NS;
@@ -120,7 +120,7 @@ pub fn lock_contended<L: RawLock>(lock: &L, parks: bool, parking: Option<&Parkin
         spin = spin.saturating_mul(2).min(max_spin);
     }
     SPIN_BUDGET.set(spin);
-    thread_counter().record(now_ticks().wrapping_sub(start).max(1));
+    waiting.end();
 }
 
 #[cfg(test)]
