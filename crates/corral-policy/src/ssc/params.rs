@@ -388,7 +388,7 @@ impl Default for SscParams {
             stall_fraction: 0.0,
             mixed_waits_off_ssc: 0.0,
             baseline_min_contended: 0,
-            trial_price: 5_000_000,
+            trial_price: 0,
             use_progress: true,
             // Up to 16 x 3 quiet slices: long against a search round.
             release_backoff_max: 4,
