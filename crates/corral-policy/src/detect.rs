@@ -128,7 +128,9 @@ pub fn active_span(lock_wait: Nanos, slice_len: Nanos, wall_len: Nanos) -> Nanos
 /// `slice_len` is the slice's CPU time, `wall_len` the wall-clock time it
 /// spanned (0 where the two are one, as in on-CPU slices); the share is
 /// over [`active_span`]. The hand-off cost stays over CPU time: it is CPU
-/// that confinement saves.
+/// that confinement saves. A window without CPU time qualifies only over
+/// a wall span: one its thread spent asleep on a lock (a wait counted
+/// while under way) and began in it.
 #[inline]
 pub fn qualifies(
     params: &DetectParams,
@@ -138,7 +140,7 @@ pub fn qualifies(
     wall_len: Nanos,
 ) -> bool {
     let span = active_span(lock_wait, slice_len, wall_len);
-    slice_len > 0
+    (slice_len > 0 || wall_len > 0)
         && lock_wait as f64 > params.qualify_share * span as f64
         && handoffs_cost_over(params, waits, slice_len as f64)
 }

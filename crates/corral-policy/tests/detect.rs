@@ -195,6 +195,19 @@ fn sysbench_threads_after_a_start_barrier_qualify_in_their_first_window() {
 }
 
 #[test]
+fn a_window_spent_asleep_on_a_lock_qualifies_without_cpu_time() {
+    // One of 64 sysbench threads parked on its mutex from before its
+    // window began: 4 ms of wall, no CPU, the wait counted while under way.
+    let ms = 1_000_000;
+    let p = corral_policy::ssc::SscParams::user_space().detect;
+    assert!(qualifies(&p, 4 * ms, 1, 0, 4 * ms));
+    // Without the wait itself in the window (counted in an earlier one),
+    // no hand-off is seen; without a wall span, nothing at all.
+    assert!(!qualifies(&p, 4 * ms, 0, 0, 4 * ms));
+    assert!(!qualifies(&p, 4 * ms, 1, 0, 0));
+}
+
+#[test]
 fn a_thread_waiting_most_of_its_wall_slice_on_a_lock_qualifies() {
     // 10 ms of wall: 6 ms waiting for a lock (60%), 4 ms on the CPU.
     let ms = 1_000_000;

@@ -5,6 +5,15 @@ use crate::events::read_log;
 use crate::waiting::thread_cpu_ns;
 use std::sync::mpsc;
 
+/// Held by every test whose monitor ticks: a tick samples every registry
+/// slot, other tests' threads included, and claims their waits under way,
+/// which the monitor of the test they belong to would then never see.
+static TICKING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn ticking() -> std::sync::MutexGuard<'static, ()> {
+    TICKING.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// Registers a thread that reports `wait_ns` of lock waiting (in waits of
 /// 1 us) over at least `cpu_ns` of CPU time, then parks until told to exit.
 fn thread_with_share(
@@ -40,6 +49,7 @@ fn thread_with_share(
 
 #[test]
 fn a_waiting_thread_qualifies_and_is_placed_on_the_ssc_and_others_on_the_rest() {
+    let _ticking = ticking();
     let mut cfg = RuntimeConfig {
         slice_ns: 1_000_000,
         ..RuntimeConfig::default()
@@ -223,6 +233,7 @@ fn a_waiter_asleep_on_a_lock_qualifies_after_a_wall_window_with_little_cpu() {
 fn a_thread_asleep_on_a_lock_qualifies_while_it_still_waits() {
     // One of 32 sysbench threads parked on its mutex for tens of ms: its
     // wait, recorded only at its end, qualified it 43-50 ms into the run.
+    let _ticking = ticking();
     let mut m = lca_monitor(1_000_000);
     let (ready_tx, ready_rx) = mpsc::channel();
     let (wake_tx, wake_rx) = mpsc::channel::<()>();
@@ -350,6 +361,7 @@ fn the_monitor_takes_priority_only_while_it_searches_or_places() {
 
 #[test]
 fn a_monitor_without_a_table_of_its_own_keeps_its_log_lines_until_it_may_open_files() {
+    let _ticking = ticking();
     let path = std::env::temp_dir().join(format!(
         "corral-monitor-deferred-test.{}.jsonl",
         std::process::id()
