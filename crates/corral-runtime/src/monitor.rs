@@ -46,6 +46,13 @@ pub struct ThreadSample {
     pub yields: u64,
     /// The placement the thread last applied to itself.
     pub applied: Placement,
+    /// Whether it was in a lock wait under way (see
+    /// `WaitCounter::claim_waiting`).
+    pub in_wait: bool,
+    /// When it took its registry slot (monotonic ns) and its CPU time
+    /// then; `None` where not known (its first window then begins when the
+    /// monitor first sees it).
+    pub registered: Option<(u64, u64)>,
 }
 
 /// What became of one sampled thread.
@@ -70,6 +77,8 @@ struct Track {
     window_wait_ticks: u64,
     /// Contended acquisitions in the open window.
     window_waits: u64,
+    /// The thread was in a wait under way at a sample of this window.
+    window_in_wait: bool,
     cpu_ns: u64,
     wait_ticks: u64,
     contended: u64,
@@ -106,6 +115,7 @@ impl Track {
             window_wall_start: wall_start,
             window_wait_ticks: 0,
             window_waits: 0,
+            window_in_wait: false,
             cpu_ns: cpu_start,
             wait_ticks: 0,
             contended: 0,
@@ -352,6 +362,7 @@ impl Monitor {
         // A wait under way counts from now, not from its end: a thread
         // asleep on a lock then qualifies within its first window.
         let (open_ticks, open_waits) = slot.wait.claim_waiting(now_ticks());
+        let in_wait = open_ticks > 0;
         let (wait_ticks, waits) = (done_ticks + open_ticks, done_waits + open_waits);
         let sample = ThreadSample {
             tid,
@@ -364,6 +375,12 @@ impl Monitor {
             yields: slot.watch.yields.load(Ordering::Relaxed),
             // Relaxed: a hint of where the thread runs.
             applied: slot.applied.load(Ordering::Relaxed),
+            in_wait,
+            // Relaxed: published by the tid's Release (read above).
+            registered: Some((
+                slot.registered_ns.load(Ordering::Relaxed),
+                slot.registered_cpu_ns.load(Ordering::Relaxed),
+            )),
         };
         let observed = self.observe(i, sample, now, t_ms);
         if let Some(ca) = &mut self.ca {
@@ -411,9 +428,9 @@ impl Monitor {
                 .as_ref()
                 .map_or(old_policy, |c| c.register_thread(key, now));
             // A reused slot's attempt count starts from its old value.
-            let cpu_start = sample.cpu_ns.unwrap_or(0);
             let counts = (sample.attempts, sample.yields);
-            self.tracks[i] = Track::new(tid, policy, (cpu_start, now), counts, false);
+            let start = self.window_start(&sample, now);
+            self.tracks[i] = Track::new(tid, policy, start, counts, false);
         }
         let track = &mut self.tracks[i];
         if track.gone {
@@ -435,6 +452,7 @@ impl Monitor {
         track.yields_seen = sample.yields;
         track.window_wait_ticks += sample.wait_ticks;
         track.window_waits += sample.waits;
+        track.window_in_wait |= sample.in_wait;
         track.wait_ticks += sample.wait_ticks;
         track.contended += sample.waits;
         let Some(cpu) = sample.cpu_ns else {
@@ -470,6 +488,22 @@ impl Monitor {
         }
     }
 
+    /// Where a new thread's first window begins, as `(cpu_ns, wall_ns)`:
+    /// when it took its slot, if the monitor ran then (its waits count
+    /// from there), else now. sysbench's 64 threads register at its start
+    /// barrier, milliseconds before a round that backs off while nothing
+    /// qualifies first sees them: their wall windows closed 4 ms after
+    /// that, and they qualified a round later.
+    fn window_start(&self, sample: &ThreadSample, now: u64) -> (u64, u64) {
+        let cpu_now = sample.cpu_ns.unwrap_or(0);
+        match sample.registered {
+            Some((at_ns, cpu_ns)) if at_ns >= self.start_ns => {
+                (cpu_ns.min(cpu_now), (at_ns - self.start_ns).min(now))
+            }
+            _ => (cpu_now, now),
+        }
+    }
+
     /// The controller, when the policy places threads.
     pub fn controller(&self) -> Option<&SscController> {
         self.ctrl.as_ref()
@@ -493,7 +527,11 @@ impl Monitor {
     fn close_window(&mut self, i: usize, slice_len: u64, applied: Placement, now: u64, t_ms: f64) {
         let track = &mut self.tracks[i];
         let lock_wait = ticks_to_ns(track.window_wait_ticks);
-        let waits = core::mem::take(&mut track.window_waits);
+        // A wait that spans windows is counted once, in the window it
+        // began; a later window it spans holds it too, for the hand-off
+        // test (the stats keep the one count).
+        let in_wait = core::mem::take(&mut track.window_in_wait);
+        let waits = core::mem::take(&mut track.window_waits).max(u64::from(in_wait));
         let attempts = core::mem::take(&mut track.window_attempts);
         let yields = core::mem::take(&mut track.window_yields);
         // A thread gone since keeps its class: its last window is no

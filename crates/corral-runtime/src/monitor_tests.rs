@@ -167,6 +167,8 @@ fn one_slice(
         attempts: 0,
         yields: 0,
         applied: Placement::Unconfined,
+        in_wait: false,
+        registered: None,
     };
     m.observe(slot, sample(0, 0, 0), 0, 0.0);
     let wait = corral_locks::wait::ns_to_ticks(wait_ns);
@@ -262,6 +264,66 @@ fn a_thread_asleep_on_a_lock_qualifies_while_it_still_waits() {
     assert!(placed, "not qualified while it waited");
 }
 
+/// A sample of a thread asleep on a lock: `cpu_ns` of CPU so far, `wait_ns`
+/// of waiting since the last sample in `waits` new waits, `in_wait` still.
+fn asleep(
+    cpu_ns: u64,
+    wait_ns: u64,
+    waits: u64,
+    in_wait: bool,
+    registered: Option<(u64, u64)>,
+) -> ThreadSample {
+    ThreadSample {
+        tid: 1_000_010,
+        cpu_ns: Some(cpu_ns),
+        wait_ticks: corral_locks::wait::ns_to_ticks(wait_ns),
+        waits,
+        attempts: 1,
+        yields: 0,
+        applied: Placement::Unconfined,
+        in_wait,
+        registered,
+    }
+}
+
+#[test]
+fn a_thread_is_accounted_from_when_it_took_its_slot() {
+    // sysbench's threads take their slots at its start barrier, before a
+    // round that backs off sees them: one took it 1 ms into the monitor's
+    // life and has been asleep on the lock since; it is first seen at 5 ms.
+    let ms = 1_000_000;
+    let mut m = lca_monitor(ms);
+    let registered = Some((m.start_ns + ms, 0));
+    let seen = m.observe(
+        0,
+        asleep(ms / 100, 4 * ms, 1, true, registered),
+        5 * ms,
+        5.0,
+    );
+    assert_eq!(seen, Observed::Placed(Placement::Ssc));
+    // From first sight instead, its window has only begun.
+    let mut m = lca_monitor(ms);
+    let seen = m.observe(0, asleep(ms / 100, 4 * ms, 1, true, None), 5 * ms, 5.0);
+    assert_eq!(seen, Observed::Placed(Placement::Unconfined));
+}
+
+#[test]
+fn a_wait_that_spans_windows_is_a_hand_off_in_each() {
+    let ms = 1_000_000;
+    let window_after = |in_wait| {
+        let mut m = lca_monitor(ms);
+        m.observe(0, asleep(0, 0, 0, false, None), 0, 0.0);
+        // A millisecond on the CPU without a wait: a window, not qualified.
+        let ran = m.observe(0, asleep(ms, 0, 0, false, None), ms, 1.0);
+        assert_eq!(ran, Observed::Placed(Placement::Unconfined));
+        // Then asleep on a lock for 4 ms, in a wait counted (once) in the
+        // window it began: here only its time.
+        m.observe(0, asleep(ms, 4 * ms, 0, in_wait, None), 5 * ms, 5.0)
+    };
+    assert_eq!(window_after(true), Observed::Placed(Placement::Ssc));
+    assert_eq!(window_after(false), Observed::Placed(Placement::Unconfined));
+}
+
 #[test]
 fn a_thread_that_yields_as_it_locks_is_said_once_and_not_placed() {
     let ms = 1_000_000;
@@ -292,6 +354,8 @@ fn a_thread_that_yields_as_it_locks_is_said_once_and_not_placed() {
         attempts: 800 * n,
         yields: 800 * n,
         applied: Placement::Unconfined,
+        in_wait: false,
+        registered: None,
     };
     for n in 0..4 {
         let got = m.observe(0, sample(n), n * ms, n as f64);

@@ -7,6 +7,7 @@
 use core::cell::Cell;
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
+use corral_locks::sys::clock::{monotonic_ns, thread_cpu_ns};
 use corral_locks::wait::{clear_thread_counter, set_thread_counter};
 use corral_locks::WaitCounter;
 use corral_policy::placement::Placement;
@@ -63,6 +64,12 @@ pub struct Slot {
     pub gone: AtomicBool,
     /// Sampled lock ids for the CA-Scheduler's seVector (paper 5).
     pub trail: LockTrail,
+    /// When the thread took the slot (monotonic ns) and its CPU time then:
+    /// its counters count from there, and so does its first accounting
+    /// window where the monitor already ran (see `Monitor::observe`).
+    pub registered_ns: AtomicU64,
+    /// See `registered_ns`.
+    pub registered_cpu_ns: AtomicU64,
 }
 
 /// Entries of a [`LockTrail`]: the monitor drains it every tick, so it
@@ -174,6 +181,8 @@ impl Slot {
             applied: AtomicPlacement::new(),
             gone: AtomicBool::new(false),
             trail: LockTrail::new(),
+            registered_ns: AtomicU64::new(0),
+            registered_cpu_ns: AtomicU64::new(0),
         }
     }
 }
@@ -414,6 +423,10 @@ fn register(l: &Local) -> Standing {
     };
     let s = &SLOTS[index];
     s.wait.reset();
+    // Relaxed: published with the tid below.
+    s.registered_ns.store(monotonic_ns(), Ordering::Relaxed);
+    s.registered_cpu_ns
+        .store(thread_cpu_ns(), Ordering::Relaxed);
     set_thread_counter(&s.wait);
     l.slot.set(Standing::Slot(index as u32));
     hot::with(|h| h.watch.set(&s.watch));

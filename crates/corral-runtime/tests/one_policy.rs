@@ -96,6 +96,8 @@ fn user_space_kernel_and_simulator_drivers_place_threads_alike() {
             attempts: 0,
             yields: 0,
             applied: p,
+            in_wait: false,
+            registered: None,
         };
         user.observe(t, first, 0, 0.0);
         // The kernel monitor meets a thread at its first slice: an empty
@@ -134,6 +136,8 @@ fn user_space_kernel_and_simulator_drivers_place_threads_alike() {
                 attempts: 0,
                 yields: 0,
                 applied: placed[t],
+                in_wait: false,
+                registered: None,
             };
             // Placed after the window closes; compared after the tick below.
             assert!(matches!(
@@ -181,6 +185,8 @@ fn user_space_kernel_and_simulator_drivers_place_threads_alike() {
                 attempts: 0,
                 yields: 0,
                 applied: placed[t],
+                in_wait: false,
+                registered: None,
             };
             // A sample with no new CPU time closes no window: it only places.
             let Observed::Placed(u) = user.observe(t, sample, end, end as f64 / 1e6) else {
