@@ -455,6 +455,31 @@ fn among_yielders_a_thread_not_judged_yet_waits_for_a_window_that_can_judge_it()
 }
 
 #[test]
+fn a_placed_thread_found_to_yield_as_it_locks_goes_back_at_once() {
+    use corral_policy::ssc::{MigState, SscController, SscParams, ThreadAction};
+    let ms = 1_000_000;
+    let slice = asleep_window;
+    // Qualified asleep behind the lock before any thread was judged (one
+    // attempt, no yield), as one of sysbench threads' 64 did.
+    let ctl = SscController::new(SscParams::user_space(), vec![0, 1], 0);
+    let mut t = started(&ctl, 1);
+    assert_eq!(
+        ctl.on_slice_end(&mut t, slice(1, 0), 4 * ms).action,
+        ThreadAction::Qualified
+    );
+    assert_ne!(t.is_mig, MigState::General);
+    // Its first slice that can judge it: a yield per lock. It leaves the
+    // SSC now, not after a streak of quiet slices.
+    ctl.begin_slice(&mut t, 4 * ms);
+    assert_eq!(
+        ctl.on_slice_end(&mut t, slice(40, 40), 8 * ms).action,
+        ThreadAction::MigrateBack
+    );
+    assert_eq!(t.is_mig, MigState::General);
+    assert_eq!(ctl.lock_intensive(), 0);
+}
+
+#[test]
 fn on_one_core_a_qualifying_thread_stays_and_nothing_is_searched() {
     use corral_policy::ssc::{MigState, SliceObs, SscController, SscParams, ThreadAction};
     let ms = 1_000_000;
