@@ -66,7 +66,7 @@ pub struct Slot {
     pub trail: LockTrail,
     /// When the thread took the slot (monotonic ns) and its CPU time then:
     /// its counters count from there, and so does its first accounting
-    /// window where the monitor already ran (see `Monitor::observe`).
+    /// window where the monitor already ran (the monitor's `window_start`).
     pub registered_ns: AtomicU64,
     /// See `registered_ns`.
     pub registered_cpu_ns: AtomicU64,
