@@ -320,10 +320,17 @@ impl Monitor {
             now.saturating_sub(std::mem::replace(&mut self.last_tick_ns, now)),
             self.cpus.len() as u32,
         );
-        // Nothing to search without lock-intensive threads; a thread that
-        // just qualified still has to move.
+        // Nothing to search without lock-intensive threads, nor while the
+        // round on every core waits for the program to have been contended
+        // long enough for a trial (pigz -p 64: 59 threads qualify, whose
+        // CPU clocks every 1 ms round read); a thread that just qualified
+        // still has to move.
         let searching = self.ctrl.as_ref().is_some_and(|c| {
-            placed && !matches!(c.search_state().map(|s| s.phase), Some(Phase::Settled))
+            placed
+                && !matches!(
+                    c.search_state().map(|s| (s.phase, s.awaits_trial)),
+                    Some((Phase::Settled, _) | (_, true))
+                )
                 || self
                     .tracks
                     .iter()

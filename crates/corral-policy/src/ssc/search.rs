@@ -182,6 +182,10 @@ pub struct SearchState {
     pub bound_best: f64,
     /// Rounds held in a row as stalls (`SscParams::stall_fraction`).
     pub stall_holds: u32,
+    /// The last round on every core held until the program has been
+    /// contended long enough (`SscParams::trial_after`): only time can
+    /// change that, so a driver need not look every tick.
+    pub awaits_trial: bool,
 }
 
 impl SearchState {
@@ -200,6 +204,7 @@ impl SearchState {
             arrival_holds: 0,
             bound_best: 0.0,
             stall_holds: 0,
+            awaits_trial: false,
         }
     }
 

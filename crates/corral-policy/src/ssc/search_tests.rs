@@ -308,10 +308,13 @@ fn hand_offs_too_few_to_pay_for_a_trial_keep_every_core() {
         let step = state.determine(&params, pigz(ms, share));
         assert_eq!(step.kind, DecisionKind::Hold, "at {ms} ms");
         assert_eq!(step.bound, BoundMove::Keep, "at {ms} ms");
+        // Only time can start the trial: a driver may look less often.
+        assert!(state.awaits_trial, "at {ms} ms");
     }
     // Long enough, even such a share has paid for one: 5 ms / 0.26%.
     let step = state.determine(&params, pigz(1_930, 0.0026));
     assert_eq!(step.kind, DecisionKind::Baseline);
+    assert!(!state.awaits_trial);
     // Hand-offs that turn heavy start it at once.
     let mut state = SearchState::for_params(&params);
     assert_eq!(

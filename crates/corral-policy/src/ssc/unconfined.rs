@@ -12,7 +12,8 @@ impl SearchState {
     /// every core let the simulator's 1,024-core presets fall into a convoy
     /// more often than it measured them better.
     pub(super) fn baseline(&mut self, params: &SscParams, round: Round, thro: f64) -> Step {
-        if round.contended_for < params.trial_after(round.handoff_share) {
+        self.awaits_trial = round.contended_for < params.trial_after(round.handoff_share);
+        if self.awaits_trial {
             return Step::hold(thro);
         }
         // Only measured progress compares every core with a confined bound:
