@@ -329,6 +329,7 @@ mod tests {
                 let w = Waiting::begin();
                 std::thread::sleep(std::time::Duration::from_millis(20));
                 let waited = w.end();
+                // Relaxed: only ends the claim loop; the join orders the rest.
                 done.store(true, Ordering::Relaxed);
                 clear_thread_counter();
                 waited

@@ -14,6 +14,17 @@ fn ticking() -> std::sync::MutexGuard<'static, ()> {
     TICKING.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Registers the calling thread in the registry (its first lock attempt);
+/// its tid and slot.
+fn register_this_thread() -> (i32, usize) {
+    registry::on_lock_attempt();
+    let tid = registry::current_tid();
+    let index = (0..registry::slots_in_use())
+        .find(|&i| registry::slot(i).tid.load(Ordering::Acquire) == tid)
+        .unwrap();
+    (tid, index)
+}
+
 /// Registers a thread that reports `wait_ns` of lock waiting (in waits of
 /// 1 us) over at least `cpu_ns` of CPU time, then parks until told to exit.
 fn thread_with_share(
@@ -23,11 +34,7 @@ fn thread_with_share(
     let (ready_tx, ready_rx) = mpsc::channel();
     let (exit_tx, exit_rx) = mpsc::channel::<()>();
     let handle = std::thread::spawn(move || {
-        registry::on_lock_attempt();
-        let tid = registry::current_tid();
-        let index = (0..registry::slots_in_use())
-            .find(|&i| registry::slot(i).tid.load(Ordering::Acquire) == tid)
-            .unwrap();
+        let (tid, index) = register_this_thread();
         ready_tx.send((tid, index)).unwrap();
         exit_rx.recv().unwrap();
         let start = thread_cpu_ns();
@@ -240,11 +247,7 @@ fn a_thread_asleep_on_a_lock_qualifies_while_it_still_waits() {
     let (ready_tx, ready_rx) = mpsc::channel();
     let (wake_tx, wake_rx) = mpsc::channel::<()>();
     let sleeper = std::thread::spawn(move || {
-        registry::on_lock_attempt();
-        let tid = registry::current_tid();
-        let index = (0..registry::slots_in_use())
-            .find(|&i| registry::slot(i).tid.load(Ordering::Acquire) == tid)
-            .unwrap();
+        let (_, index) = register_this_thread();
         // Asleep on a lock until told, as a parked futex waiter is.
         let waiting = corral_locks::wait::Waiting::begin();
         ready_tx.send(index).unwrap();
@@ -376,16 +379,11 @@ fn a_thread_that_yields_as_it_locks_is_said_once_and_not_placed() {
 fn a_registered_thread_counts_its_yields() {
     let counted = std::thread::spawn(|| {
         registry::on_yield(); // not registered yet: nowhere to count
-        registry::on_lock_attempt();
-        let tid = registry::current_tid();
+        let (_, index) = register_this_thread();
         for _ in 0..3 {
             registry::on_yield();
         }
-        let slot = (0..registry::slots_in_use())
-            .map(registry::slot)
-            .find(|s| s.tid.load(Ordering::Acquire) == tid)
-            .unwrap();
-        slot.watch.yields.load(Ordering::Relaxed)
+        registry::slot(index).watch.yields.load(Ordering::Relaxed)
     })
     .join()
     .unwrap();

@@ -142,7 +142,9 @@ pub struct SliceObs {
     /// Time spent waiting to acquire locks during it (`sum_j W_ij`).
     pub lock_wait: Nanos,
     /// Acquisitions that had to wait during it (read only where
-    /// [`crate::detect::DetectParams::handoff_ns`] is set).
+    /// [`crate::detect::DetectParams::handoff_ns`] is set). A wait that
+    /// began in an earlier window and goes on in this one is one of them
+    /// here too; a driver's stats count it once.
     pub waits: u64,
     /// Lock attempts during it, contended or not (read only where
     /// [`crate::detect::DetectParams::yields_per_attempt`] is set).
