@@ -2,8 +2,10 @@
 //! confined before it has been contended for `baseline_min_contended`
 //! (git grep on 16 cores lived 20-30 ms and spent its last third on one
 //! core), nor before its hand-offs would have paid for the trial
-//! (`trial_price`). Heavy hand-offs still start the search at the first
-//! round.
+//! (`trial_price`), priced over the time their waits were counted. Heavy
+//! hand-offs still start the search at the first round, which closes
+//! early where most of them are by threads on the SSC
+//! (`heavy_baseline_round`).
 
 mod ssc_driver;
 
@@ -21,6 +23,12 @@ fn baseline_at(params: SscParams, waits_per_ms: u64) -> Nanos {
 /// [`baseline_at`], driven until `until` at most (`None`: no baseline
 /// decision by then).
 fn baseline_before(params: SscParams, waits_per_ms: u64, until: Nanos) -> Option<Nanos> {
+    baseline_with_waits(params, (0, waits_per_ms), until)
+}
+
+/// [`baseline_before`] with the contended acquisitions a ms split into
+/// those of threads off the SSC and on it.
+fn baseline_with_waits(params: SscParams, (off, on): (u64, u64), until: Nanos) -> Option<Nanos> {
     let mut driver = Driver::unsettled(params, 16, 32);
     let steps_per_ms = 1_000_000 / STEP;
     for step in 0..200_000u64 {
@@ -33,8 +41,9 @@ fn baseline_before(params: SscParams, waits_per_ms: u64, until: Nanos) -> Option
                 return Some(now);
             }
         }
-        if step % steps_per_ms == 0 {
-            driver.ctl.observe_waits(0, waits_per_ms);
+        // At the end of each ms, its waits (as a monitor's tick reports them).
+        if step % steps_per_ms == steps_per_ms - 1 {
+            driver.ctl.observe_waits(off, on);
         }
         if let Some(d) = driver.slice(&|_| 0.5) {
             if d.kind == DecisionKind::Baseline {
@@ -86,6 +95,52 @@ fn heavy_hand_offs_start_the_search_at_once() {
     assert!(
         at < params.baseline_min_contended,
         "waited {} ms",
+        at / 1_000_000
+    );
+}
+
+#[test]
+fn heavy_hand_offs_on_the_ssc_close_the_round_on_every_core_early() {
+    // sysbench mutex at 64 threads on 2 CPUs: a 10 ms round on every core
+    // ran at a sixth of the confined rate. Its rate only serves as the
+    // trial's reference, which the late probe of every core re-measures.
+    let params = SscParams::user_space();
+    let full_round = params.vote_warmup + params.progress_round;
+    let short_round = params.vote_warmup + params.heavy_baseline_round;
+    assert!(params.heavy_baseline_round > 0 && short_round < full_round);
+    let at = baseline_with_waits(params, (0, 2_000), Nanos::MAX).expect("a baseline");
+    assert!(
+        (short_round..short_round + 1_000_000).contains(&at),
+        "baseline at {} us",
+        at / 1_000
+    );
+    // Waits mostly by threads not placed yet: the trial would confine a
+    // few of them; the round is as long as any.
+    let at = baseline_with_waits(params, (1_500, 500), Nanos::MAX).expect("a baseline");
+    assert!(at >= full_round, "baseline at {} us", at / 1_000);
+    // Light hand-offs, all on the SSC: no early close either.
+    let light = baseline_with_waits(params, (0, 400), Nanos::MAX).expect("a baseline");
+    assert!(light >= params.baseline_min_contended);
+    // Off, every round is as long as any.
+    let off = SscParams {
+        heavy_baseline_round: 0,
+        ..params
+    };
+    let at = baseline_with_waits(off, (0, 2_000), Nanos::MAX).expect("a baseline");
+    assert!(at >= full_round, "baseline at {} us", at / 1_000);
+}
+
+#[test]
+fn hand_offs_are_priced_over_the_time_their_waits_were_counted() {
+    // 640 contended a ms on 16 cores: 8% of the cores' time, under the
+    // qualifying 10%. The first round's waits count from the start, its
+    // progress only after the 4 ms warm-up: over the round alone they read
+    // 11-12%, heavy, and the trial began at its first round.
+    let params = SscParams::user_space();
+    let at = baseline_at(params, 640);
+    assert!(
+        at >= params.baseline_min_contended,
+        "confined after {} ms",
         at / 1_000_000
     );
 }

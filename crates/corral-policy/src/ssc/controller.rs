@@ -34,8 +34,13 @@ impl SscController {
             progress: AtomicU64::new(0),
             progress_since: AtomicU64::new(now.saturating_add(params.vote_warmup)),
             progress_reported: AtomicBool::new(false),
+            in_baseline: AtomicBool::new(matches!(
+                SearchState::for_params(&params).phase,
+                Phase::Baseline
+            )),
             round_waits_off: AtomicU64::new(0),
             round_waits_on: AtomicU64::new(0),
+            waits_since: AtomicU64::new(now),
             waits_reported: AtomicBool::new(false),
             load_floor: AtomicU32::new(1),
             last_p: AtomicU64::new(0f64.to_bits()),
@@ -333,7 +338,7 @@ impl SscController {
             let window = now.saturating_sub(self.progress_since.load(HINT));
             if window == 0
                 || window < voting.slice / u64::from(voting.votes.max(1))
-                || window < self.params.progress_round
+                || window < self.shortest_round(now)
                 || self.progress.load(HINT) < self.params.progress_round_min
             {
                 return false;
@@ -360,9 +365,46 @@ impl SscController {
         let start = self.progress_since.load(HINT);
         let close = match self.params.progress_round {
             0 => Nanos::MAX,
-            every => start.saturating_add(every),
+            every => start.saturating_add(self.heavy_baseline_round().unwrap_or(every)),
         };
         (start, close)
+    }
+
+    /// The shortest round the current one may be at `now`:
+    /// `SscParams::heavy_baseline_round` while the search is on every core
+    /// and the hand-offs counted so far are heavy, else `progress_round`.
+    #[inline]
+    fn shortest_round(&self, now: Nanos) -> Nanos {
+        match self.heavy_baseline_round() {
+            Some(short) if self.handoffs_heavy(now) => short,
+            _ => self.params.progress_round,
+        }
+    }
+
+    /// `SscParams::heavy_baseline_round` while the search is on every core
+    /// and it is shorter than any other round.
+    #[inline]
+    fn heavy_baseline_round(&self) -> Option<Nanos> {
+        let short = self.params.heavy_baseline_round;
+        (short > 0 && short < self.params.progress_round && self.in_baseline.load(HINT))
+            .then_some(short)
+    }
+
+    /// Whether the waits of this round so far cost more in hand-offs than
+    /// the qualifying share of every core's time (the trial needs no wait),
+    /// most of them by threads already placed on the SSC: the trial that
+    /// follows then confines most of the contention, not the few threads
+    /// judged first (sysbench mutex at 64 threads on 2 CPUs: a round closed
+    /// at 3 ms with one of them qualified ran its trial at the rate of
+    /// every core).
+    fn handoffs_heavy(&self, now: Nanos) -> bool {
+        let on = self.round_waits_on.load(HINT);
+        let waits = self.round_waits_off.load(HINT) + on;
+        let over = now.saturating_sub(self.waits_since.load(HINT));
+        self.waits_reported.load(HINT)
+            && on * 2 > waits
+            && crate::detect::handoff_share(&self.params.detect, waits, over, self.max_bound())
+                .is_some_and(|share| share > self.params.detect.qualify_share)
     }
 
     /// Whether rounds compare measured progress rates.
@@ -413,11 +455,14 @@ impl SscController {
     /// A round closed by time rather than votes (see
     /// [`SscParams::progress_round`]).
     fn round_by_time(&self, now: Nanos) -> Option<Decision> {
-        let every = self.params.progress_round;
-        if every == 0 || self.lock_intensive() == 0 || !self.measures_progress() {
+        if self.params.progress_round == 0
+            || self.lock_intensive() == 0
+            || !self.measures_progress()
+        {
             return None;
         }
         let elapsed = now.saturating_sub(self.progress_since.load(HINT));
+        let every = self.shortest_round(now);
         let progress = self.progress.load(HINT);
         let full = progress >= self.params.progress_round_min
             || self.far_below_baseline(progress, elapsed);
@@ -581,6 +626,7 @@ impl SscController {
         let mut voting = try_voting(&self.voting)?;
         voting.search = SearchState::new();
         voting.search.work_cores_last_step = needed;
+        self.note_phase(&voting.search);
         self.move_bound(&mut voting, needed, now);
         Some(Decision {
             at: now,

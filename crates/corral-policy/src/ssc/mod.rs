@@ -231,10 +231,16 @@ pub struct SscController {
     progress_since: AtomicU64,
     /// Whether the driver reports progress at all.
     progress_reported: AtomicBool,
+    /// The search is in its round on every core (`Phase::Baseline`), read
+    /// without the voting lock (see `SscParams::heavy_baseline_round`).
+    in_baseline: AtomicBool,
     /// Contended acquisitions this round by threads off the SSC and on it
     /// (see `observe_waits`).
     round_waits_off: AtomicU64,
     round_waits_on: AtomicU64,
+    /// Since when they count: the last determination (or the start), which
+    /// may precede the progress window by a warm-up.
+    waits_since: AtomicU64,
     /// Whether the driver reports waits at all (`observe_waits`, even of
     /// none): a round without waits then had none.
     waits_reported: AtomicBool,
@@ -347,6 +353,7 @@ impl SscController {
             .then(|| progress as f64 * 1e6 / elapsed.max(1) as f64);
         let off = self.round_waits_off.swap(0, HINT);
         let on = self.round_waits_on.swap(0, HINT);
+        let waits_over = now.saturating_sub(self.waits_since.swap(now, HINT));
         let round = Round {
             measured,
             bound,
@@ -359,7 +366,7 @@ impl SscController {
             waits_off_ssc: crate::detect::handoffs_could_qualify(
                 &self.params.detect,
                 off,
-                elapsed,
+                waits_over,
                 1,
             )
             .then(|| off as f64 / (off + on) as f64),
@@ -367,7 +374,7 @@ impl SscController {
                 crate::detect::handoff_share(
                     &self.params.detect,
                     off + on,
-                    elapsed,
+                    waits_over,
                     self.max_bound(),
                 )
             } else {
@@ -409,7 +416,15 @@ impl SscController {
         }
         let baseline = voting.search.unconfined_thro.unwrap_or(0.0);
         self.baseline_rate.store(baseline.to_bits(), HINT);
+        self.note_phase(&voting.search);
         decision
+    }
+
+    /// Mirrors whether `search` is in its round on every core.
+    #[inline]
+    fn note_phase(&self, search: &SearchState) {
+        self.in_baseline
+            .store(matches!(search.phase, Phase::Baseline), HINT);
     }
 
     /// Alg. 4 line 50: SHRINK_VOTING(1, 2) lets older votes fade; the
@@ -448,6 +463,7 @@ impl SscController {
     /// compare against the old one. Returns the new bound.
     fn restart(&self, voting: &mut Voting, now: Nanos) -> u32 {
         voting.search = SearchState::for_params(&self.params);
+        self.note_phase(&voting.search);
         let start = if self.params.baseline_unconfined {
             self.max_bound()
         } else {

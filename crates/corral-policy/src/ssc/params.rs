@@ -206,6 +206,17 @@ pub struct SscParams {
     /// (relative noise about `1 / sqrt` of it; a driver that samples
     /// progress once a tick would otherwise compare empty and full ticks).
     pub progress_round_min: u64,
+    /// With measured progress, the round on every core that begins a
+    /// search closes this soon (and no sooner than its
+    /// `progress_round_min` units) once the hand-offs it counted cost more
+    /// than the qualifying share of every core's time
+    /// (`detect::handoff_share`): the trial then starts at once
+    /// ([`Self::trial_after`] is 0), the round is only the trial's
+    /// reference, and the late probe of every core
+    /// ([`Self::probe_unconfined`]) measures it again before the search
+    /// settles confined. 0 (or not below `progress_round`): the round is
+    /// as long as any.
+    pub heavy_baseline_round: Nanos,
 }
 
 impl SscParams {
@@ -327,6 +338,12 @@ impl SscParams {
             // 10 ms rounds of at least 400 attempts (noise about 5%).
             progress_round: 10_000_000,
             progress_round_min: 400,
+            // sysbench mutex on 2 CPUs, whose hand-offs cost most of both:
+            // a 10 ms round on every core runs at a sixth of the confined
+            // rate, and a `bench apps` point's corral run lasts 40-60 ms.
+            // 3 ms, against its own 1-thread rate: 4 threads 0.77 -> 0.86x,
+            // 16 threads 0.79 -> 0.81x, 64 threads 0.67 -> 0.69x.
+            heavy_baseline_round: 3_000_000,
             // A thread placed by the monitor moves at its next lock
             // attempt, which may be a whole sleep away: a slice's length.
             vote_warmup: 4_000_000,
@@ -402,6 +419,7 @@ impl Default for SscParams {
             baseline_unconfined: false,
             progress_round: 0,
             progress_round_min: 0,
+            heavy_baseline_round: 0,
         }
     }
 }
