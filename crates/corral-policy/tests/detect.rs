@@ -521,3 +521,39 @@ fn on_one_core_a_qualifying_thread_stays_and_nothing_is_searched() {
         MigState::QualifyToMigrate
     );
 }
+
+#[test]
+fn a_program_whose_judged_threads_all_yield_has_nothing_to_confine() {
+    use corral_policy::ssc::{SscController, SscParams, ThreadAction};
+    let ms = 1_000_000;
+    let slice = asleep_window;
+    let ctl = SscController::new(SscParams::user_space(), vec![0, 1], 0);
+    assert!(!ctl.only_yielders(), "nobody judged yet");
+    // sysbench threads: each worker yields once per lock.
+    let mut a = started(&ctl, 1);
+    let mut b = started(&ctl, 2);
+    for t in [&mut a, &mut b] {
+        assert_eq!(
+            ctl.on_slice_end(t, slice(40, 40), 4 * ms).action,
+            ThreadAction::YieldsCore
+        );
+    }
+    // A thread not judged (its main thread, which seldom locks) changes
+    // nothing.
+    let _main = started(&ctl, 3);
+    assert!(ctl.only_yielders());
+    // A thread that keeps its core as it locks might be confined.
+    let mut keeper = started(&ctl, 4);
+    ctl.on_slice_end(&mut keeper, slice(40, 0), 4 * ms);
+    assert!(!ctl.only_yielders());
+    ctl.unregister_thread(&keeper);
+    assert!(ctl.only_yielders());
+    // A yielder that stops yielding is a keeper now.
+    ctl.begin_slice(&mut a, 4 * ms);
+    ctl.on_slice_end(&mut a, slice(40, 0), 8 * ms);
+    assert!(!ctl.only_yielders());
+    // None left: nothing is known.
+    ctl.unregister_thread(&a);
+    ctl.unregister_thread(&b);
+    assert!(!ctl.only_yielders());
+}

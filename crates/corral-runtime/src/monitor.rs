@@ -260,6 +260,14 @@ impl Monitor {
         self.ca.is_none() && self.ctrl.as_ref().is_some_and(|c| !c.can_confine())
     }
 
+    /// Whether every thread judged gives its core away as it locks (see
+    /// [`corral_policy::ssc::SscController::only_yielders`]): rounds then
+    /// find nothing to do until that changes, and come as seldom as
+    /// [`Pace::Dormant`]'s.
+    fn only_yielders(&self) -> bool {
+        self.ca.is_none() && self.ctrl.as_ref().is_some_and(|c| c.only_yielders())
+    }
+
     /// One round: every thread's counters, windows and placement; the
     /// timer; the masks; the stats file. Returns how often the next round
     /// is needed (see [`Pace`]).
@@ -307,7 +315,7 @@ impl Monitor {
                 (true, _) => Pace::Settled,
             };
         }
-        if self.is_dormant() {
+        if self.is_dormant() || self.only_yielders() {
             self.last_tick_ns = now;
             self.heavy_waits = false;
             return Pace::Dormant;

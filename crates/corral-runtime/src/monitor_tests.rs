@@ -365,6 +365,9 @@ fn a_thread_that_yields_as_it_locks_is_said_once_and_not_placed() {
         assert_eq!(got, Observed::Placed(Placement::Unconfined), "slice {n}");
     }
     assert_eq!(m.ctrl.as_ref().unwrap().lock_intensive(), 0);
+    // Its only judged thread yields: rounds find nothing to do, and come
+    // as seldom as a dormant monitor's.
+    assert!(m.only_yielders());
     drop(m);
     let events = read_log(&path).unwrap();
     std::fs::remove_file(&path).unwrap();

@@ -37,8 +37,9 @@ pub enum Pace {
     /// (the adaptation check).
     Settled,
     /// The policy can decide nothing, whatever the waits (policy lca with
-    /// no core to spare: one CPU): a round every [`DOZE_MAX`] keeps the
-    /// stats, and no waiting thread rings. On one CPU every round takes the
+    /// no core to spare: one CPU; or every thread judged yields as it
+    /// locks, so none would be placed): a round every [`DOZE_MAX`] keeps
+    /// the stats, and no waiting thread rings. On one CPU every round takes the
     /// program's only CPU for a moment, and rounds every few milliseconds
     /// tipped git grep into waking its threads three to four times as
     /// often (median context switches per run: about 200 under glibc,

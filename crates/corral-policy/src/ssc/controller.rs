@@ -27,6 +27,7 @@ impl SscController {
             bound: AtomicU32::new(bound),
             lock_intensive: AtomicU32::new(0),
             yielders: AtomicU32::new(0),
+            keepers: AtomicU32::new(0),
             remig_next: AtomicU64::new(now.saturating_add(params.research_interval)),
             voted_slice: AtomicU64::new(0),
             settled_at: AtomicU64::new(now),
@@ -93,8 +94,10 @@ impl SscController {
         if thread.is_mig == MigState::HaveMigrated {
             self.uncount();
         }
-        if thread.yields_core == Some(true) {
-            uncount_saturating(&self.yielders);
+        match thread.yields_core {
+            Some(true) => uncount_saturating(&self.yielders),
+            Some(false) => uncount_saturating(&self.keepers),
+            None => {}
         }
     }
 
@@ -242,11 +245,17 @@ impl SscController {
         if obs.attempts >= YIELD_VERDICT_MIN_ATTEMPTS || obs.yields >= obs.attempts.max(1) {
             let verdict = gives_core_away(&self.params.detect, obs.yields, obs.attempts);
             if thread.yields_core != Some(verdict) {
-                if verdict {
-                    self.yielders.fetch_add(1, HINT);
-                } else if thread.yields_core == Some(true) {
-                    uncount_saturating(&self.yielders);
+                match thread.yields_core {
+                    Some(true) => uncount_saturating(&self.yielders),
+                    Some(false) => uncount_saturating(&self.keepers),
+                    None => {}
                 }
+                let now_counted = if verdict {
+                    &self.yielders
+                } else {
+                    &self.keepers
+                };
+                now_counted.fetch_add(1, HINT);
             }
             thread.yields_core = Some(verdict);
         }
