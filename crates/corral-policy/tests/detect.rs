@@ -379,6 +379,18 @@ fn started(
     t
 }
 
+/// The action for `t`'s window of `attempts` lock attempts and `yields`
+/// yields, spent asleep behind the lock ([`asleep_window`]), ending at `at`.
+fn asleep_end(
+    ctl: &corral_policy::ssc::SscController,
+    t: &mut corral_policy::ssc::ThreadPolicyState,
+    (attempts, yields): (u64, u64),
+    at: u64,
+) -> corral_policy::ssc::ThreadAction {
+    ctl.on_slice_end(t, asleep_window(attempts, yields), at)
+        .action
+}
+
 fn asleep_window(attempts: u64, yields: u64) -> corral_policy::ssc::SliceObs {
     let ms = 1_000_000;
     corral_policy::ssc::SliceObs {
@@ -398,24 +410,23 @@ fn a_yielder_asleep_behind_the_lock_for_a_whole_slice_still_counts_as_a_yielder(
     use corral_policy::ssc::{MigState, SscController, SscParams, ThreadAction};
     let ms = 1_000_000;
     let ctl = SscController::new(SscParams::user_space(), vec![0, 1], 0);
-    let slice = asleep_window;
     let mut t = started(&ctl, 1);
     assert_eq!(
-        ctl.on_slice_end(&mut t, slice(40, 40), 4 * ms).action,
+        asleep_end(&ctl, &mut t, (40, 40), 4 * ms),
         ThreadAction::YieldsCore
     );
     // 64 threads behind one lock: a whole window asleep, one attempt and
     // no yield yet. It qualified on such windows.
     ctl.begin_slice(&mut t, 4 * ms);
     assert_eq!(
-        ctl.on_slice_end(&mut t, slice(1, 0), 8 * ms).action,
+        asleep_end(&ctl, &mut t, (1, 0), 8 * ms),
         ThreadAction::YieldsCore
     );
     assert_eq!(t.is_mig, MigState::General);
     // Attempts enough without a yield: it stopped yielding, and qualifies.
     ctl.begin_slice(&mut t, 8 * ms);
     assert_eq!(
-        ctl.on_slice_end(&mut t, slice(40, 0), 12 * ms).action,
+        asleep_end(&ctl, &mut t, (40, 0), 12 * ms),
         ThreadAction::Qualified
     );
 }
@@ -424,32 +435,31 @@ fn a_yielder_asleep_behind_the_lock_for_a_whole_slice_still_counts_as_a_yielder(
 fn among_yielders_a_thread_not_judged_yet_waits_for_a_window_that_can_judge_it() {
     use corral_policy::ssc::{SscController, SscParams, ThreadAction};
     let ms = 1_000_000;
-    let slice = asleep_window;
     // Without yielders, a sleeper behind the lock (one attempt) qualifies
     // on its wall window, as sysbench mutex's 64 sleepers must.
     let ctl = SscController::new(SscParams::user_space(), vec![0, 1], 0);
     let mut sleeper = started(&ctl, 1);
     assert_eq!(
-        ctl.on_slice_end(&mut sleeper, slice(1, 0), 4 * ms).action,
+        asleep_end(&ctl, &mut sleeper, (1, 0), 4 * ms),
         ThreadAction::Qualified
     );
     // Once one thread is judged a yielder, a sleeper not judged yet stays.
     let ctl = SscController::new(SscParams::user_space(), vec![0, 1], 0);
     let mut yielder = started(&ctl, 1);
     assert_eq!(
-        ctl.on_slice_end(&mut yielder, slice(40, 40), 4 * ms).action,
+        asleep_end(&ctl, &mut yielder, (40, 40), 4 * ms),
         ThreadAction::YieldsCore
     );
     let mut sleeper = started(&ctl, 2);
     assert_eq!(
-        ctl.on_slice_end(&mut sleeper, slice(1, 0), 4 * ms).action,
+        asleep_end(&ctl, &mut sleeper, (1, 0), 4 * ms),
         ThreadAction::Stay
     );
     // The yielder gone, the sleeper qualifies again.
     ctl.unregister_thread(&yielder);
     ctl.begin_slice(&mut sleeper, 4 * ms);
     assert_eq!(
-        ctl.on_slice_end(&mut sleeper, slice(1, 0), 8 * ms).action,
+        asleep_end(&ctl, &mut sleeper, (1, 0), 8 * ms),
         ThreadAction::Qualified
     );
 }
@@ -458,13 +468,12 @@ fn among_yielders_a_thread_not_judged_yet_waits_for_a_window_that_can_judge_it()
 fn a_placed_thread_found_to_yield_as_it_locks_goes_back_at_once() {
     use corral_policy::ssc::{MigState, SscController, SscParams, ThreadAction};
     let ms = 1_000_000;
-    let slice = asleep_window;
     // Qualified asleep behind the lock before any thread was judged (one
     // attempt, no yield), as one of sysbench threads' 64 did.
     let ctl = SscController::new(SscParams::user_space(), vec![0, 1], 0);
     let mut t = started(&ctl, 1);
     assert_eq!(
-        ctl.on_slice_end(&mut t, slice(1, 0), 4 * ms).action,
+        asleep_end(&ctl, &mut t, (1, 0), 4 * ms),
         ThreadAction::Qualified
     );
     assert_ne!(t.is_mig, MigState::General);
@@ -472,7 +481,7 @@ fn a_placed_thread_found_to_yield_as_it_locks_goes_back_at_once() {
     // SSC now, not after a streak of quiet slices.
     ctl.begin_slice(&mut t, 4 * ms);
     assert_eq!(
-        ctl.on_slice_end(&mut t, slice(40, 40), 8 * ms).action,
+        asleep_end(&ctl, &mut t, (40, 40), 8 * ms),
         ThreadAction::MigrateBack
     );
     assert_eq!(t.is_mig, MigState::General);
@@ -526,7 +535,6 @@ fn on_one_core_a_qualifying_thread_stays_and_nothing_is_searched() {
 fn a_program_whose_judged_threads_all_yield_has_nothing_to_confine() {
     use corral_policy::ssc::{SscController, SscParams, ThreadAction};
     let ms = 1_000_000;
-    let slice = asleep_window;
     let ctl = SscController::new(SscParams::user_space(), vec![0, 1], 0);
     assert!(!ctl.only_yielders(), "nobody judged yet");
     // sysbench threads: each worker yields once per lock.
@@ -534,7 +542,7 @@ fn a_program_whose_judged_threads_all_yield_has_nothing_to_confine() {
     let mut b = started(&ctl, 2);
     for t in [&mut a, &mut b] {
         assert_eq!(
-            ctl.on_slice_end(t, slice(40, 40), 4 * ms).action,
+            asleep_end(&ctl, t, (40, 40), 4 * ms),
             ThreadAction::YieldsCore
         );
     }
@@ -544,13 +552,13 @@ fn a_program_whose_judged_threads_all_yield_has_nothing_to_confine() {
     assert!(ctl.only_yielders());
     // A thread that keeps its core as it locks might be confined.
     let mut keeper = started(&ctl, 4);
-    ctl.on_slice_end(&mut keeper, slice(40, 0), 4 * ms);
+    asleep_end(&ctl, &mut keeper, (40, 0), 4 * ms);
     assert!(!ctl.only_yielders());
     ctl.unregister_thread(&keeper);
     assert!(ctl.only_yielders());
     // A yielder that stops yielding is a keeper now.
     ctl.begin_slice(&mut a, 4 * ms);
-    ctl.on_slice_end(&mut a, slice(40, 0), 8 * ms);
+    asleep_end(&ctl, &mut a, (40, 0), 8 * ms);
     assert!(!ctl.only_yielders());
     // None left: nothing is known.
     ctl.unregister_thread(&a);

@@ -20,6 +20,7 @@ impl SscController {
         } else {
             params.initial_bound.clamp(1, cores)
         };
+        let search = SearchState::for_params(&params);
         SscController {
             params,
             order: order.into_boxed_slice(),
@@ -35,10 +36,7 @@ impl SscController {
             progress: AtomicU64::new(0),
             progress_since: AtomicU64::new(now.saturating_add(params.vote_warmup)),
             progress_reported: AtomicBool::new(false),
-            in_baseline: AtomicBool::new(matches!(
-                SearchState::for_params(&params).phase,
-                Phase::Baseline
-            )),
+            in_baseline: AtomicBool::new(matches!(search.phase, Phase::Baseline)),
             round_waits_off: AtomicU64::new(0),
             round_waits_on: AtomicU64::new(0),
             waits_since: AtomicU64::new(now),
@@ -51,7 +49,7 @@ impl SscController {
                 locking: 0,
                 slice: 0,
                 votes: 0,
-                search: SearchState::for_params(&params),
+                search,
             }),
         }
     }
@@ -94,10 +92,18 @@ impl SscController {
         if thread.is_mig == MigState::HaveMigrated {
             self.uncount();
         }
-        match thread.yields_core {
-            Some(true) => uncount_saturating(&self.yielders),
-            Some(false) => uncount_saturating(&self.keepers),
-            None => {}
+        if let Some(verdict) = thread.yields_core {
+            uncount_saturating(self.judged(verdict));
+        }
+    }
+
+    /// The count of registered threads with yield verdict `verdict`.
+    #[inline]
+    fn judged(&self, verdict: bool) -> &AtomicU32 {
+        if verdict {
+            &self.yielders
+        } else {
+            &self.keepers
         }
     }
 
@@ -245,17 +251,10 @@ impl SscController {
         if obs.attempts >= YIELD_VERDICT_MIN_ATTEMPTS || obs.yields >= obs.attempts.max(1) {
             let verdict = gives_core_away(&self.params.detect, obs.yields, obs.attempts);
             if thread.yields_core != Some(verdict) {
-                match thread.yields_core {
-                    Some(true) => uncount_saturating(&self.yielders),
-                    Some(false) => uncount_saturating(&self.keepers),
-                    None => {}
+                if let Some(before) = thread.yields_core {
+                    uncount_saturating(self.judged(before));
                 }
-                let now_counted = if verdict {
-                    &self.yielders
-                } else {
-                    &self.keepers
-                };
-                now_counted.fetch_add(1, HINT);
+                self.judged(verdict).fetch_add(1, HINT);
             }
             thread.yields_core = Some(verdict);
         }
@@ -404,16 +403,19 @@ impl SscController {
     /// most of them by threads already placed on the SSC: the trial that
     /// follows then confines most of the contention, not the few threads
     /// judged first (sysbench mutex at 64 threads on 2 CPUs: a round closed
-    /// at 3 ms with one of them qualified ran its trial at the rate of
-    /// every core).
+    /// with one of them qualified ran its trial no faster than every core).
     fn handoffs_heavy(&self, now: Nanos) -> bool {
         let on = self.round_waits_on.load(HINT);
         let waits = self.round_waits_off.load(HINT) + on;
         let over = now.saturating_sub(self.waits_since.load(HINT));
         self.waits_reported.load(HINT)
             && on * 2 > waits
-            && crate::detect::handoff_share(&self.params.detect, waits, over, self.max_bound())
-                .is_some_and(|share| share > self.params.detect.qualify_share)
+            && crate::detect::handoffs_could_qualify(
+                &self.params.detect,
+                waits,
+                over,
+                self.max_bound(),
+            )
     }
 
     /// Whether rounds compare measured progress rates.
