@@ -69,8 +69,10 @@ struct Loaded {
 impl Loaded {
     fn open(path: &std::path::Path) -> Option<Self> {
         use object::{Object, ObjectSegment};
-        let data = std::fs::read(path).ok()?;
-        let file = object::File::parse(&*data).ok()?;
+        // Only the headers are read here; the loader maps the file itself.
+        // Read whole, git's 3.7 MB binary added 2 ms to every `corral run`.
+        let data = object::ReadCache::new(std::fs::File::open(path).ok()?);
+        let file = object::File::parse(&data).ok()?;
         let segments = file
             .segments()
             .map(|s| (s.file_range().0, s.size(), s.address()))
