@@ -74,9 +74,12 @@ HOW A POINT IS MEASURED
   amount of work that takes about --duration-ms; every column then does that
   same work, so CPU seconds compare directly (stress-ng runs for a time, and its
   CPU is compared per op done). CPU is user+sys of the program and
-  its children (getrusage). A run longer than 20x --duration-ms + 10 s is killed
-  and shown as `timeout`; one that fails is shown as `failed`. Other load on
-  the machine moves every figure: the load average is printed at both ends.
+  its children (getrusage). Wall time runs from the program's start to its
+  exit: the `corral run` command's own start and its summary after the exit
+  are not in it (time `corral run -- true` against `true` for those). A run
+  longer than 20x --duration-ms + 10 s is killed and shown as `timeout`; one
+  that fails is shown as `failed`. Other load on the machine moves every
+  figure: the load average is printed at both ends.
   With --pin-cpus every column runs under `taskset -c LIST`, so glibc and
   corral meet the same placement: left to the kernel on 2 CPUs, stress-ng's
   runs spread about 0.75-1.10x of their median under glibc alone; pinned to
