@@ -9,7 +9,9 @@ use core::sync::atomic::{AtomicPtr, Ordering};
 use corral_locks::wait::record_wait;
 use corral_locks::{Algorithm, RawLock};
 use corral_runtime::abi::lock_kind;
-use corral_runtime::registry::{current_tid, on_lock_attempt_at};
+use corral_runtime::registry::{
+    current_tid, lock_attempt_noisy, lock_attempt_quiet, on_lock_attempt_at,
+};
 
 use crate::deadline::Deadline;
 use crate::glibc::real;
@@ -234,7 +236,9 @@ pub(crate) unsafe fn unlock(m: *mut libc::pthread_mutex_t) -> c_int {
     unsafe { (ops().unlock)(m) }
 }
 
-/// [`lock`] on algorithm `L`: a plain mutex here, the rest on the general path.
+/// [`lock`] on algorithm `L`: a plain mutex here, the rest on the general
+/// path. Where the lock is free and the attempt quiet it saves no register
+/// and calls nothing: the rest is in cold functions.
 ///
 /// # Safety
 /// `m` points to a live mutex.
@@ -247,7 +251,24 @@ unsafe extern "C" fn lock_as<L: RawLock, const PARKS: bool>(
         // SAFETY: the function's contract.
         return unsafe { lock_general(m) };
     }
-    acquire_as::<L>(w, PARKS);
+    if !lock_attempt_quiet() {
+        return lock_noisy::<L>(w, PARKS);
+    }
+    if try_take::<L>(w, Layout::of(PARKS)) {
+        return 0;
+    }
+    wait_as::<L>(w, PARKS);
+    0
+}
+
+/// [`lock_as`] where the attempt has more to do than count.
+#[cold]
+#[inline(never)]
+fn lock_noisy<L: RawLock>(w: &MutexWords, parks: bool) -> c_int {
+    lock_attempt_noisy(w as *const MutexWords as usize);
+    if !try_take::<L>(w, Layout::of(parks)) {
+        wait_as::<L>(w, parks);
+    }
     0
 }
 
@@ -264,7 +285,22 @@ unsafe extern "C" fn try_lock_as<L: RawLock, const PARKS: bool>(
         // SAFETY: the function's contract.
         return unsafe { try_lock_general(m) };
     }
-    if try_acquire_as::<L>(w, Layout::of(PARKS)) {
+    if !lock_attempt_quiet() {
+        return try_lock_noisy::<L>(w, Layout::of(PARKS));
+    }
+    if try_take::<L>(w, Layout::of(PARKS)) {
+        0
+    } else {
+        libc::EBUSY
+    }
+}
+
+/// [`try_lock_as`] where the attempt has more to do than count.
+#[cold]
+#[inline(never)]
+fn try_lock_noisy<L: RawLock>(w: &MutexWords, layout: Layout) -> c_int {
+    lock_attempt_noisy(w as *const MutexWords as usize);
+    if try_take::<L>(w, layout) {
         0
     } else {
         libc::EBUSY
@@ -340,21 +376,35 @@ unsafe fn unlock_general(m: *mut libc::pthread_mutex_t) -> c_int {
 #[inline(always)]
 fn acquire_as<L: RawLock>(w: &MutexWords, parks: bool) {
     on_lock_attempt_at(w as *const MutexWords as usize);
+    if !try_take::<L>(w, Layout::of(parks)) {
+        wait_as::<L>(w, parks);
+    }
+}
+
+/// Waits for `w`'s lock of algorithm `L`, busy at the attempt just made.
+#[cold]
+#[inline(never)]
+fn wait_as<L: RawLock>(w: &MutexWords, parks: bool) {
     // SAFETY: `w.state(..)` is a live mutex's state words for its layout.
     let l = unsafe { in_place::<L>(w.state(Layout::of(parks))) };
-    if !l.try_lock() {
-        let addr = w as *const MutexWords as usize;
-        // A parking algorithm's waiters sleep on its own word; under its
-        // layout the parking words hold the lock word and the count.
-        let parking = (!parks).then(|| w.parking());
-        crate::profiled::wait_for(l, parks, parking, addr, lock_kind::MUTEX);
-    }
+    let addr = w as *const MutexWords as usize;
+    // A parking algorithm's waiters sleep on its own word; under its
+    // layout the parking words hold the lock word and the count.
+    let parking = (!parks).then(|| w.parking());
+    crate::profiled::wait_for(l, parks, parking, addr, lock_kind::MUTEX);
 }
 
 /// Takes `w`'s lock of algorithm `L`, kept as `layout` says, if it is free.
 #[inline(always)]
 fn try_acquire_as<L: RawLock>(w: &MutexWords, layout: Layout) -> bool {
     on_lock_attempt_at(w as *const MutexWords as usize);
+    try_take::<L>(w, layout)
+}
+
+/// Takes `w`'s lock of algorithm `L`, kept as `layout` says, if it is free,
+/// counting no attempt: the caller has.
+#[inline(always)]
+fn try_take<L: RawLock>(w: &MutexWords, layout: Layout) -> bool {
     // SAFETY: `w.state(layout)` is a live mutex's state words.
     unsafe { in_place::<L>(w.state(layout)) }.try_lock()
 }

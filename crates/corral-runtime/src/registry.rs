@@ -264,27 +264,70 @@ pub fn current_tid() -> i32 {
 /// increment and one compare.
 #[inline]
 pub fn on_lock_attempt() {
-    attempt::<true>(0);
+    on_lock_attempt_at(0);
 }
 
 /// [`on_lock_attempt`] for the lock at `addr`, which is recorded into the
-/// thread's [`LockTrail`] at one attempt in [`SAMPLE_EVERY`]: one multiply
-/// and one compare more on the common path.
+/// thread's [`LockTrail`] at one attempt in [`SAMPLE_EVERY`].
 #[inline]
 pub fn on_lock_attempt_at(addr: usize) {
-    attempt::<true>(addr as u64);
+    if !lock_attempt_quiet() {
+        lock_attempt_noisy(addr);
+    }
 }
 
 /// Applies a changed placement without counting an attempt: for a waiter
 /// that re-checks where it belongs while it waits.
 #[inline]
 pub fn recheck_placement() {
-    attempt::<false>(0);
+    let quiet = hot::with(|h| {
+        h.watch().is_some_and(|watch| {
+            // Relaxed: as in `lock_attempt_quiet`.
+            u64::from(watch.placement_seq.load(Ordering::Relaxed)) == h.quiet.get()
+        })
+    });
+    if !quiet {
+        lock_attempt_slow(false);
+    }
+}
+
+/// The common case of a lock attempt, split from the rest so that a lock's
+/// fast path stays a leaf (no call, no saved register): counts the attempt
+/// and says whether nothing more is to be done. Where it says `false`, the
+/// caller finishes the attempt with [`lock_attempt_noisy`].
+#[inline(always)]
+pub fn lock_attempt_quiet() -> bool {
+    hot::with(|h| {
+        let Some(watch) = h.watch() else {
+            return false;
+        };
+        let n = bump(&watch.attempts);
+        // Relaxed: an unchanged value guards nothing; the slow path re-reads
+        // it with Acquire.
+        !picked(n) && u64::from(watch.placement_seq.load(Ordering::Relaxed)) == h.quiet.get()
+    })
+}
+
+/// The rest of a lock attempt at `addr` that [`lock_attempt_quiet`] left:
+/// registration on the first, the sample where one is due, a changed
+/// placement.
+#[cold]
+#[inline(never)]
+pub fn lock_attempt_noisy(addr: usize) {
+    // Relaxed: this thread's own count; the quiet half counted this attempt.
+    let n = hot::with(|h| {
+        h.watch()
+            .map(|w| w.attempts.load(Ordering::Relaxed).wrapping_sub(1))
+    });
+    if addr != 0 && n.is_some_and(picked) && sampling() {
+        record_sample(addr as u64);
+    }
+    lock_attempt_slow(true);
 }
 
 /// Whether lock ids are sampled into the trails: only the CA-Scheduler
-/// reads them, so every other policy pays one predictable branch, not the
-/// hash.
+/// reads them. The flag is read only at the attempts [`picked`] names, so
+/// every other policy pays one multiply and one compare, not a load.
 static SAMPLING: AtomicBool = AtomicBool::new(false);
 
 /// Turns the sampling of lock ids on (`--policy ca`, once the program has
@@ -298,34 +341,12 @@ pub fn sampling() -> bool {
     SAMPLING.load(Ordering::Relaxed) // Relaxed: see `set_sampling`.
 }
 
-/// Whether attempt number `n` is sampled: a Fibonacci hash, so that the
-/// samples are not periodic in `n`.
+/// Whether attempt number `n` is one in [`SAMPLE_EVERY`] that is sampled
+/// while [`sampling`]: a Fibonacci hash, so that the samples are not
+/// periodic in `n`.
 #[inline(always)]
-fn sampled(n: u64) -> bool {
-    // Relaxed: see `set_sampling`.
-    SAMPLING.load(Ordering::Relaxed)
-        && n.wrapping_mul(0x9e37_79b9_7f4a_7c15) < u64::MAX / SAMPLE_EVERY
-}
-
-#[inline(always)]
-fn attempt<const COUNT: bool>(addr: u64) {
-    let quiet = hot::with(|h| {
-        let Some(watch) = h.watch() else {
-            return false;
-        };
-        if COUNT {
-            let n = bump(&watch.attempts);
-            if addr != 0 && sampled(n) {
-                record_sample(addr);
-            }
-        }
-        // Relaxed: an unchanged value guards nothing; the slow path re-reads
-        // it with Acquire.
-        u64::from(watch.placement_seq.load(Ordering::Relaxed)) == h.quiet.get()
-    });
-    if !quiet {
-        lock_attempt_slow(COUNT);
-    }
+fn picked(n: u64) -> bool {
+    n.wrapping_mul(0x9e37_79b9_7f4a_7c15) < u64::MAX / SAMPLE_EVERY
 }
 
 /// A lock attempt with something to do: the first one (registration) or a
