@@ -79,6 +79,12 @@ macro_rules! entries {
         /// function it stands for.
         pub(crate) static SLOTS: [AtomicPtr<()>; N] = [$(AtomicPtr::new($stub as *mut ())),*];
 
+        /// Whether `p` is one of this library's entry points: a slot that
+        /// led to one would jump to itself for ever.
+        fn is_entry(p: *const ()) -> bool {
+            false $(|| p == $name as *const ())*
+        }
+
         /// Each entry point's name, by index.
         pub(crate) static NAMES: [&CStr; N] = [$(
             match CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes()) {
@@ -180,7 +186,11 @@ fn load() {
     let mut targets = [core::ptr::null::<()>(); N];
     load::load_into(&mut targets, &NAMES, MUTEX_OPS);
     for ((i, t), slot) in targets.into_iter().enumerate().zip(SLOTS.iter()) {
-        let t = if t.is_null() { next(i) } else { t };
+        let t = if t.is_null() || is_entry(t) {
+            next(i)
+        } else {
+            t
+        };
         slot.store(t.cast_mut(), Ordering::Release); // Release: callers jump to it
     }
 }
@@ -241,4 +251,17 @@ entries! {
     30 pthread_spin_unlock stub_30;
     31 sched_yield stub_31;
     32 pthread_yield stub_32;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_entry_points_and_nothing_else_count_as_entries() {
+        assert!(is_entry(pthread_mutex_lock as *const ()));
+        assert!(is_entry(pthread_yield as *const ()));
+        assert!(!is_entry(core::ptr::null()));
+        assert!(!is_entry(first_call as *const ()));
+    }
 }

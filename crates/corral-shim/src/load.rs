@@ -14,7 +14,9 @@ pub(crate) const ENV_PARENT_PID: &CStr = c"CORRAL_PARENT_PID";
 /// Fills `targets` from the full library (null where it has no such
 /// name); `mutex_ops` are the indexes of `pthread_mutex_lock`, `_trylock`
 /// and `_unlock`, which get its algorithm's functions. Does nothing (after
-/// one line on stderr) where it cannot be loaded.
+/// one line on stderr) where it cannot be loaded or is not corral's full
+/// library: another library's (or this one's own) functions of these names
+/// could lead straight back here.
 pub(crate) fn load_into<const N: usize>(
     targets: &mut [*const (); N],
     names: &[&CStr; N],
@@ -33,14 +35,20 @@ pub(crate) fn load_into<const N: usize>(
         ]);
         return;
     }
+    // SAFETY: a handle from open_local.
+    let ops = unsafe { sys::symbol(handle, c"corral_preload_mutex_ops") };
+    if ops.is_null() {
+        sys::say(&[
+            b"corral: ",
+            path.to_bytes(),
+            b" is not corral's full library (no corral_preload_mutex_ops); \
+              the program runs on glibc's locks\n",
+        ]);
+        return;
+    }
     for (t, name) in targets.iter_mut().zip(names.iter()) {
         // SAFETY: a handle from open_local.
         *t = unsafe { sys::symbol(handle, name) };
-    }
-    // SAFETY: as above.
-    let ops = unsafe { sys::symbol(handle, c"corral_preload_mutex_ops") };
-    if ops.is_null() {
-        return;
     }
     let mut table = [core::ptr::null::<()>(); 3];
     // SAFETY: the full library's function of this type, writing three

@@ -50,7 +50,8 @@ unsafe fn syscall4(nr: usize, a: usize, b: usize, c: usize, d: usize) -> isize {
     ret
 }
 
-/// The environment variable `name`, or `None`.
+/// The environment variable `name`, or `None` where it is unset or empty
+/// (`dlopen("")` would name the program itself).
 pub(crate) fn env(name: &CStr) -> Option<&'static CStr> {
     // SAFETY: a NUL-terminated name; getenv allocates nothing.
     let raw = unsafe { getenv(name.as_ptr()) };
@@ -65,6 +66,9 @@ pub(crate) fn env(name: &CStr) -> Option<&'static CStr> {
     unsafe {
         while core::ptr::read_volatile(raw.add(len)) != 0 {
             len += 1;
+        }
+        if len == 0 {
+            return None;
         }
         Some(CStr::from_bytes_with_nul_unchecked(
             core::slice::from_raw_parts(raw.cast::<u8>(), len + 1),
