@@ -3,9 +3,10 @@
 # not corral's full library. An empty value made dlopen return the program
 # itself, whose pthread_mutex_lock is the shim's own: every lock call then
 # jumped to itself for ever (the program spun at 100% CPU). The shim
-# itself, another copy of it, or a library without corral's functions must
-# leave the program on glibc's locks, with its result and exit status, and
-# any such target but the empty one with one line saying so.
+# itself, another copy of it, a library without corral's functions, or one
+# whose pthread functions are found in the shim must leave the program on
+# glibc's locks, with its result and exit status, and each but the empty
+# one and the last with one line saying so.
 # Usage: shim_target.sh CORRAL SCRATCH
 set -uo pipefail
 corral=$1
@@ -33,6 +34,14 @@ int main(void) {
 C
 cc -O2 -pthread -o "$scratch/locker" "$scratch/locker.c" || exit 1
 cp "$shim" "$scratch/copy-of-shim.so"
+# Has corral's ops but no pthread functions: its own look-ups of them find
+# the shim it depends on.
+cat >"$scratch/leans-on-shim.c" <<'C'
+#include <string.h>
+void corral_preload_mutex_ops(void *out) { memset(out, 0, 3 * sizeof(void *)); }
+C
+cc -shared -fPIC -o "$scratch/leans-on-shim.so" "$scratch/leans-on-shim.c" \
+    -L"$(dirname "$shim")" -Wl,--no-as-needed -l:libcorral_shim.so -Wl,-rpath,"$(dirname "$shim")" || exit 1
 
 # name, target, whether a line must say that the target is not loaded
 while IFS='|' read -r name target says; do
@@ -58,6 +67,7 @@ the shim itself|$shim|yes
 a copy of the shim|$scratch/copy-of-shim.so|yes
 a library without corral's functions|libm.so.6|yes
 a file that is not there|$scratch/none.so|yes
+a library whose pthread functions are the shim's|$scratch/leans-on-shim.so|no
 EOF
-[[ $fail == 0 ]] && echo "ok   shim_target (empty, the shim itself, a copy of it, libm, no file: glibc's locks, result and status kept)"
+[[ $fail == 0 ]] && echo "empty, the shim itself, a copy of it, libm, no file, a library leaning on the shim: glibc's locks, result and status kept"
 exit $fail

@@ -79,12 +79,6 @@ macro_rules! entries {
         /// function it stands for.
         pub(crate) static SLOTS: [AtomicPtr<()>; N] = [$(AtomicPtr::new($stub as *mut ())),*];
 
-        /// Whether `p` is one of this library's entry points: a slot that
-        /// led to one would jump to itself for ever.
-        fn is_entry(p: *const ()) -> bool {
-            false $(|| p == $name as *const ())*
-        }
-
         /// Each entry point's name, by index.
         pub(crate) static NAMES: [&CStr; N] = [$(
             match CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes()) {
@@ -156,6 +150,29 @@ pub(crate) extern "C" fn first_call(i: u32) -> *const () {
             _ => sys::futex_wait(&FILLED, 0),
         }
     }
+}
+
+/// Whether `p`, a function's address, is one of this library's entry
+/// points: a slot that led to one would jump to itself for ever. Told by
+/// its code (`jmp qword ptr [rip + disp32]` into [`SLOTS`]), not by
+/// comparing addresses: taking an exported function's address costs a
+/// symbol relocation at every exec, 33 here.
+fn is_entry(p: *const ()) -> bool {
+    let code = p.cast::<u8>();
+    // SAFETY: `p` is a function's entry (from dlsym), so its first six
+    // bytes are mapped code: the shortest function in the libraries named
+    // is longer than that.
+    let (opcode, disp) = unsafe {
+        (
+            core::ptr::read_unaligned(code.cast::<[u8; 2]>()),
+            core::ptr::read_unaligned(code.add(2).cast::<i32>()),
+        )
+    };
+    let operand = (code as usize)
+        .wrapping_add(6)
+        .wrapping_add(disp as isize as usize);
+    let slots = SLOTS.as_ptr() as usize;
+    opcode == [0xff, 0x25] && (slots..slots + core::mem::size_of_val(&SLOTS)).contains(&operand)
 }
 
 /// glibc's function `i` (the next object's), aborting if there is none.
@@ -261,7 +278,9 @@ mod tests {
     fn the_entry_points_and_nothing_else_count_as_entries() {
         assert!(is_entry(pthread_mutex_lock as *const ()));
         assert!(is_entry(pthread_yield as *const ()));
-        assert!(!is_entry(core::ptr::null()));
         assert!(!is_entry(first_call as *const ()));
+        assert!(!is_entry(stub_0 as *const ()));
+        let glibcs = sys::next_symbol(c"pthread_mutex_lock");
+        assert!(!glibcs.is_null() && !is_entry(glibcs));
     }
 }
