@@ -158,10 +158,17 @@ pub(crate) extern "C" fn first_call(i: u32) -> *const () {
 /// comparing addresses: taking an exported function's address costs a
 /// symbol relocation at every exec, 33 here.
 fn is_entry(p: *const ()) -> bool {
+    /// The instruction's length: `ff 25` and a 32-bit displacement.
+    const JUMP_LEN: usize = 6;
     let code = p.cast::<u8>();
-    // SAFETY: `p` is a function's entry (from dlsym), so its first six
-    // bytes are mapped code: the shortest function in the libraries named
-    // is longer than that.
+    // Six bytes that would cross into the next page are not read: that page
+    // may be unmapped. An entry of this library never crosses one: it is
+    // aligned to 8 bytes at least (the unit test checks two).
+    if (code as usize) % 4096 > 4096 - JUMP_LEN {
+        return false;
+    }
+    // SAFETY: `p` is a function's entry (from dlsym), so its page is mapped
+    // code, and the six bytes lie in that page (checked above).
     let (opcode, disp) = unsafe {
         (
             core::ptr::read_unaligned(code.cast::<[u8; 2]>()),
@@ -169,7 +176,7 @@ fn is_entry(p: *const ()) -> bool {
         )
     };
     let operand = (code as usize)
-        .wrapping_add(6)
+        .wrapping_add(JUMP_LEN)
         .wrapping_add(disp as isize as usize);
     let slots = SLOTS.as_ptr() as usize;
     opcode == [0xff, 0x25] && (slots..slots + core::mem::size_of_val(&SLOTS)).contains(&operand)
@@ -278,6 +285,8 @@ mod tests {
     fn the_entry_points_and_nothing_else_count_as_entries() {
         assert!(is_entry(pthread_mutex_lock as *const ()));
         assert!(is_entry(pthread_yield as *const ()));
+        assert_eq!(pthread_mutex_lock as *const () as usize % 8, 0);
+        assert_eq!(pthread_yield as *const () as usize % 8, 0);
         assert!(!is_entry(first_call as *const ()));
         assert!(!is_entry(stub_0 as *const ()));
         let glibcs = sys::next_symbol(c"pthread_mutex_lock");
