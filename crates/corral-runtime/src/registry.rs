@@ -280,15 +280,19 @@ pub fn on_lock_attempt_at(addr: usize) {
 /// that re-checks where it belongs while it waits.
 #[inline]
 pub fn recheck_placement() {
-    let quiet = hot::with(|h| {
-        h.watch().is_some_and(|watch| {
-            // Relaxed: as in `lock_attempt_quiet`.
-            u64::from(watch.placement_seq.load(Ordering::Relaxed)) == h.quiet.get()
-        })
-    });
+    let quiet = hot::with(|h| h.watch().is_some_and(|watch| placement_applied(h, watch)));
     if !quiet {
         lock_attempt_slow(false);
     }
+}
+
+/// Whether the calling thread (`h`, its [`Watch`] `watch`) has applied its
+/// slot's latest placement.
+#[inline(always)]
+fn placement_applied(h: &hot::Hot, watch: &Watch) -> bool {
+    // Relaxed: an unchanged value guards nothing; the slow path re-reads it
+    // with Acquire.
+    u64::from(watch.placement_seq.load(Ordering::Relaxed)) == h.quiet.get()
 }
 
 /// The common case of a lock attempt, split from the rest so that a lock's
@@ -302,9 +306,7 @@ pub fn lock_attempt_quiet() -> bool {
             return false;
         };
         let n = bump(&watch.attempts);
-        // Relaxed: an unchanged value guards nothing; the slow path re-reads
-        // it with Acquire.
-        !picked(n) && u64::from(watch.placement_seq.load(Ordering::Relaxed)) == h.quiet.get()
+        !picked(n) && placement_applied(h, watch)
     })
 }
 

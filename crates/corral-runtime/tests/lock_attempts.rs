@@ -7,17 +7,12 @@ use std::sync::atomic::Ordering;
 
 use corral_policy::placement::Placement;
 use corral_runtime::registry::{
-    current_tid, on_lock_attempt, publish_masks, recheck_placement, reset_after_fork, set_want,
-    slot, slots_in_use,
+    on_lock_attempt, publish_masks, recheck_placement, reset_after_fork, set_want, slot,
+    slots_in_use,
 };
 
-/// The slot of the calling thread.
-fn my_slot() -> usize {
-    let tid = current_tid();
-    (0..slots_in_use())
-        .find(|&i| slot(i).tid.load(Ordering::Acquire) == tid)
-        .expect("registered")
-}
+mod common;
+use common::my_slot;
 
 fn attempts(i: usize) -> u64 {
     slot(i).watch.attempts.load(Ordering::Relaxed)

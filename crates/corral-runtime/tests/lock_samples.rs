@@ -6,21 +6,15 @@
 use std::sync::atomic::Ordering;
 
 use corral_runtime::registry::{
-    current_tid, on_lock_attempt, on_lock_attempt_at, set_sampling, slot, slots_in_use,
-    SAMPLE_EVERY,
+    on_lock_attempt, on_lock_attempt_at, set_sampling, slot, SAMPLE_EVERY,
 };
 
-/// The slot of the calling thread.
-fn my_slot() -> usize {
-    let tid = current_tid();
-    (0..slots_in_use())
-        .find(|&i| slot(i).tid.load(Ordering::Acquire) == tid)
-        .expect("registered")
-}
+mod common;
+use common::my_slot;
 
 /// Samples written to the trail of slot `i` so far.
 fn samples(i: usize) -> u32 {
-    slot(i).trail.head.load(Ordering::Acquire)
+    slot(i).trail.head.load(Ordering::Acquire) // Acquire: pairs with `push`'s Release.
 }
 
 #[test]
@@ -61,7 +55,7 @@ fn sampling_records_one_attempt_in_sample_every_and_only_while_on() {
     }
     assert_eq!(samples(i), before, "sampling off again: no more samples");
     assert_eq!(
-        slot(i).watch.attempts.load(Ordering::Relaxed),
+        slot(i).watch.attempts.load(Ordering::Relaxed), // Relaxed: this thread's own count.
         1 + 4 * ATTEMPTS,
         "every attempt counts, sampled or not"
     );
