@@ -260,6 +260,17 @@ impl Monitor {
         self.ca.is_none() && self.ctrl.as_ref().is_some_and(|c| !c.can_confine())
     }
 
+    /// How the monitor's first sleep ends (see [`Start`]).
+    pub fn first_sleep(&self) -> Start {
+        if self.is_dormant() {
+            Start::Dormant
+        } else if self.ca.is_some() {
+            Start::Tick
+        } else {
+            Start::OnCall
+        }
+    }
+
     /// Whether every thread judged gives its core away as it locks (see
     /// [`corral_policy::ssc::SscController::only_yielders`]): rounds then
     /// find nothing to do until that changes, and come as seldom as
@@ -742,7 +753,7 @@ impl MonitorPriority {
 }
 
 pub use crate::pace::{
-    Pace, Rhythm, DOZE_AFTER_QUIET_ROUNDS, DOZE_MAX, IDLE_TICK_MAX, SETTLED_TICKS,
+    Pace, Rhythm, Start, DOZE_AFTER_QUIET_ROUNDS, DOZE_MAX, IDLE_TICK_MAX, SETTLED_TICKS,
 };
 
 /// The process's monitor, shared by its thread and the exit flush.
@@ -839,8 +850,13 @@ pub fn start(
             let mut priority = MonitorPriority::new(corral_locks::sys::sched::nice_of(tid).ok());
             // Calibrate the TSC here, not inside some thread's first wait.
             let _ = ticks_to_ns(1);
-            let dormant = lock_monitor().as_ref().is_some_and(Monitor::is_dormant);
-            let mut rhythm = Rhythm::new(tick, dormant);
+            let start = lock_monitor()
+                .as_ref()
+                .map_or(Start::Dormant, Monitor::first_sleep);
+            // Relaxed: a ringing thread's rough measure of time since; the
+            // start counts as a look (waits before it are not a span's).
+            LAST_LOOK_NS.store(monotonic_ns(), Ordering::Relaxed);
+            let mut rhythm = Rhythm::new(tick, start);
             loop {
                 let woke = BELL.sleep(rhythm.sleep, rhythm.listen);
                 if woke == Woke::Exit {

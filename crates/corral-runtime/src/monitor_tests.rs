@@ -455,12 +455,13 @@ fn a_monitor_without_a_table_of_its_own_keeps_its_log_lines_until_it_may_open_fi
 fn on_one_cpu_the_monitor_is_dormant_whatever_the_waits() {
     let ms = 1_000_000;
     let tick = Duration::from_millis(1);
-    // 1 ms on the CPU in 1.6 ms, 1 ms waiting: on two CPUs the rounds come
-    // every tick from the start.
+    // 1 ms on the CPU in 1.6 ms, 1 ms waiting: on two CPUs such waits ring
+    // the monitor, which listens from its start.
     let mut two = lca_monitor(ms);
     one_slice(&mut two, 0, 1_000_007, ms, ms * 16 / 10, ms);
     assert!(!two.is_dormant());
-    assert_eq!(Rhythm::new(tick, two.is_dormant()).sleep, tick);
+    assert_eq!(two.first_sleep(), Start::OnCall);
+    assert!(Rhythm::new(tick, two.first_sleep()).listen);
     // On one CPU the same waits decide nothing: the first round comes after
     // DOZE_MAX, so do the next ones (tick() returns Pace::Dormant), and no
     // waiting thread rings the monitor. (tick() itself publishes the
@@ -468,7 +469,7 @@ fn on_one_cpu_the_monitor_is_dormant_whatever_the_waits() {
     let mut one = lca_monitor_on(ms, vec![0]);
     one_slice(&mut one, 0, 1_000_008, ms, ms * 16 / 10, ms);
     assert!(one.is_dormant());
-    let mut rhythm = Rhythm::new(tick, one.is_dormant());
+    let mut rhythm = Rhythm::new(tick, one.first_sleep());
     assert_eq!((rhythm.sleep, rhythm.listen), (DOZE_MAX, false));
     rhythm.after_round(Pace::Dormant, true, true, false);
     assert_eq!((rhythm.sleep, rhythm.listen), (DOZE_MAX, false));
