@@ -218,21 +218,30 @@ pub fn saves_maps() -> bool {
     is_on() && OWNER.load(Ordering::Relaxed) == pid
 }
 
-/// Copies `/proc/self/maps` to `path` (owner-only, see
-/// [`crate::files::create_private`]) at exit, so that the CLI can map
-/// callers' addresses to files after the process is gone. Only where the
-/// profile is kept, and only by the process that attached it.
+/// Writes the loaded objects' file mappings to `path` (owner-only, see
+/// [`crate::files::create_private`]) at exit, as `/proc/PID/maps` lines, so
+/// that the CLI can map callers' and locks' addresses to files after the
+/// process is gone. Only where the profile is kept, and only by the process
+/// that attached it. From the loader's records ([`maps_text`]), not
+/// `/proc/self/maps`: the exit waits on this.
 pub fn save_maps(path: &std::path::Path) {
     if !saves_maps() {
         return;
     }
-    let Ok(maps) = std::fs::read("/proc/self/maps") else {
-        return;
-    };
+    let maps = maps_text();
     if let Ok(mut f) = crate::files::create_private(path) {
         use std::io::Write;
-        let _ = f.write_all(&maps);
+        let _ = f.write_all(maps.as_bytes());
     }
+}
+
+/// The loaded objects' file mappings as `/proc/PID/maps` text (see
+/// [`corral_locks::sys::objects::loaded_segments`]).
+pub fn maps_text() -> String {
+    corral_locks::sys::objects::loaded_segments()
+        .iter()
+        .map(corral_locks::sys::objects::Segment::maps_line)
+        .collect()
 }
 
 #[cfg(test)]

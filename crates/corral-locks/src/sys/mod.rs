@@ -9,6 +9,8 @@ pub mod futex;
 #[cfg(all(loom, target_os = "linux"))]
 pub mod futex_model;
 #[cfg(target_os = "linux")]
+pub mod objects;
+#[cfg(target_os = "linux")]
 pub mod perf;
 #[cfg(target_os = "linux")]
 pub mod sched;

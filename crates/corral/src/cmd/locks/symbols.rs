@@ -233,4 +233,27 @@ mod tests {
         );
         assert!(named.symbolic);
     }
+
+    #[test]
+    fn the_loaders_list_names_code_and_data_as_the_kernels_maps_do() {
+        // Zero-initialised: in the .bss, past the file's bytes.
+        static IN_BSS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let kernel_maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let mut kernel = Symbolizer::new(&kernel_maps);
+        let mut loader = Symbolizer::new(&corral_runtime::lockprof::maps_text());
+        let addresses = [
+            (parse_maps as *const () as u64 + 1, true),
+            (libc::pthread_mutex_trylock as *const () as u64 + 4, true),
+            (&IN_BSS as *const _ as u64, false),
+        ];
+        for (addr, code) in addresses {
+            let (k, l) = (kernel.name(addr, code), loader.name(addr, code));
+            assert!(k.name.is_some(), "{addr:#x} unnamed by the kernel's maps");
+            // The object's path may differ by a link (/lib, /usr/lib).
+            assert_eq!(
+                (l.name, l.location, l.symbolic),
+                (k.name, k.location, k.symbolic)
+            );
+        }
+    }
 }
