@@ -453,10 +453,19 @@ impl Monitor {
                 .ctrl
                 .as_ref()
                 .map_or(old_policy, |c| c.register_thread(key, now));
-            // A reused slot's attempt count starts from its old value.
             let counts = (sample.attempts, sample.yields);
             let start = self.window_start(&sample, now);
-            self.tracks[i] = Track::new(tid, policy, start, counts, false);
+            let mut track = Track::new(tid, policy, start, counts, false);
+            if self.window_from_registration(&sample) {
+                // The first window holds the attempts and yields since the
+                // thread registered (its slot's counts start from zero
+                // there), as it holds its waits and CPU time since: the
+                // yield verdict compares them. The progress counts only
+                // what follows (`attempts_seen`).
+                (track.window_attempts, track.window_yields) = counts;
+                track.yields = sample.yields;
+            }
+            self.tracks[i] = track;
         }
         let track = &mut self.tracks[i];
         if track.gone {
@@ -523,11 +532,19 @@ impl Monitor {
     fn window_start(&self, sample: &ThreadSample, now: u64) -> (u64, u64) {
         let cpu_now = sample.cpu_ns.unwrap_or(0);
         match sample.registered {
-            Some((at_ns, cpu_ns)) if at_ns >= self.start_ns => {
+            Some((at_ns, cpu_ns)) if self.window_from_registration(sample) => {
                 (cpu_ns.min(cpu_now), (at_ns - self.start_ns).min(now))
             }
             _ => (cpu_now, now),
         }
+    }
+
+    /// Whether a newly seen thread's first window starts where it
+    /// registered (after the monitor started), not where it is first seen.
+    fn window_from_registration(&self, sample: &ThreadSample) -> bool {
+        sample
+            .registered
+            .is_some_and(|(at_ns, _)| at_ns >= self.start_ns)
     }
 
     /// The controller, when the policy places threads.

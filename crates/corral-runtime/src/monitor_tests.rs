@@ -379,6 +379,32 @@ fn a_thread_that_yields_as_it_locks_is_said_once_and_not_placed() {
 }
 
 #[test]
+fn a_thread_first_seen_after_it_registered_is_judged_on_all_it_did_since() {
+    // Registered as the monitor started, first seen 1 ms later: 1 ms of
+    // CPU, 0.9 ms of it waiting in 500 waits, 800 attempts and 800 yields,
+    // all in its first window. Judged on its waits alone it would qualify.
+    let ms = 1_000_000;
+    let mut m = lca_monitor(ms);
+    let sample = ThreadSample {
+        tid: 1_000_009,
+        cpu_ns: Some(ms),
+        wait_ticks: corral_locks::wait::ns_to_ticks(ms * 9 / 10),
+        waits: 500,
+        attempts: 800,
+        yields: 800,
+        applied: Placement::Unconfined,
+        in_wait: false,
+        registered: Some((m.start_ns, 0)),
+    };
+    assert_eq!(
+        m.observe(0, sample, ms, 1.0),
+        Observed::Placed(Placement::Unconfined)
+    );
+    assert_eq!(m.ctrl.as_ref().unwrap().lock_intensive(), 0);
+    assert_eq!(m.tracks[0].yields, 800, "its yields since it registered");
+}
+
+#[test]
 fn a_registered_thread_counts_its_yields() {
     let counted = std::thread::spawn(|| {
         registry::on_yield(); // not registered yet: nowhere to count

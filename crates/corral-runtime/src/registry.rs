@@ -446,6 +446,11 @@ fn register(l: &Local) -> Standing {
     };
     let s = &SLOTS[index];
     s.wait.reset();
+    // Relaxed: published with the tid below. The monitor counts a new
+    // thread's first window from these zeros; a reused slot's old counts
+    // belong to a thread it saw exit.
+    s.watch.attempts.store(0, Ordering::Relaxed);
+    s.watch.yields.store(0, Ordering::Relaxed);
     // Relaxed: published with the tid below.
     s.registered_ns.store(monotonic_ns(), Ordering::Relaxed);
     s.registered_cpu_ns
