@@ -451,7 +451,6 @@ fn register(l: &Local) -> Standing {
     // belong to a thread it saw exit.
     s.watch.attempts.store(0, Ordering::Relaxed);
     s.watch.yields.store(0, Ordering::Relaxed);
-    // Relaxed: published with the tid below.
     s.registered_ns.store(monotonic_ns(), Ordering::Relaxed);
     s.registered_cpu_ns
         .store(thread_cpu_ns(), Ordering::Relaxed);
