@@ -4,6 +4,7 @@
 //! read cost 0.11-0.13 ms, on the path the exit waits on.
 
 use core::ffi::{c_int, c_void, CStr};
+use core::ops::ControlFlow;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
@@ -41,52 +42,56 @@ impl Segment {
 
 const PAGE: u64 = 4096;
 
-/// Every `PT_LOAD` segment of every loaded object with a file, in the
-/// loader's order (the program first), each object's in address order.
-/// Where two of an object's segments share a page the later one keeps it,
-/// as the later of the loader's fixed mappings does.
-pub fn loaded_segments() -> Vec<Segment> {
-    let mut found = Found {
-        segments: Vec::new(),
-        exe: std::fs::read_link("/proc/self/exe").ok(),
+/// One `PT_LOAD` segment as the loader mapped it (exact, not page-aligned).
+#[derive(Clone, Copy, Debug)]
+pub struct LoadSegment<'a> {
+    /// The object's place in the loader's list: 0 is the program.
+    pub object: usize,
+    /// The object's name as the loader has it (empty for the program, not
+    /// a path for the vDSO).
+    pub name: &'a [u8],
+    /// Its first byte in memory.
+    pub start: u64,
+    /// Its size in memory (`.bss` included).
+    pub size: u64,
+    /// The file offset of its first byte.
+    pub offset: u64,
+    /// `PF_R`, `PF_W`, `PF_X`.
+    pub flags: u32,
+}
+
+/// Calls `visit` with every `PT_LOAD` segment of every loaded object, in
+/// the loader's order, until it breaks. Allocates nothing: the lock
+/// profile's unwinder finds its own code with it inside a waiter.
+pub fn walk_load_segments(mut visit: impl FnMut(&LoadSegment<'_>) -> ControlFlow<()>) {
+    let mut walk = Walk {
+        visit: &mut visit,
+        object: 0,
     };
-    // SAFETY: `collect` matches dl_iterate_phdr's callback type and only
-    // reads the info it is given, for the call; `found` outlives the call.
-    unsafe { libc::dl_iterate_phdr(Some(collect), (&mut found as *mut Found).cast()) };
-    found.segments
+    // SAFETY: `step` matches dl_iterate_phdr's callback type and only reads
+    // the info it is given, for the call; `walk` outlives the call.
+    unsafe { libc::dl_iterate_phdr(Some(step), (&mut walk as *mut Walk<'_>).cast()) };
 }
 
-struct Found {
-    segments: Vec<Segment>,
-    exe: Option<PathBuf>,
+struct Walk<'v> {
+    visit: &'v mut dyn FnMut(&LoadSegment<'_>) -> ControlFlow<()>,
+    object: usize,
 }
 
-/// dl_iterate_phdr's callback: appends one object's load segments.
+/// dl_iterate_phdr's callback: one object's load segments to the visitor;
+/// non-zero stops the walk.
 ///
 /// # Safety
 /// `info` points to the loader's record of one object, valid for the call;
-/// `data` is the `Found` passed to [`loaded_segments`].
-unsafe extern "C" fn collect(
-    info: *mut libc::dl_phdr_info,
-    _size: usize,
-    data: *mut c_void,
-) -> c_int {
+/// `data` is the `Walk` passed by [`walk_load_segments`].
+unsafe extern "C" fn step(info: *mut libc::dl_phdr_info, _size: usize, data: *mut c_void) -> c_int {
     // SAFETY: as the function's contract says.
-    let (info, found) = unsafe { (&*info, &mut *data.cast::<Found>()) };
+    let (info, walk) = unsafe { (&*info, &mut *data.cast::<Walk<'_>>()) };
     let name = if info.dlpi_name.is_null() {
         &[][..]
     } else {
         // SAFETY: the loader's NUL-terminated name of the object.
         unsafe { CStr::from_ptr(info.dlpi_name) }.to_bytes()
-    };
-    let path = match name {
-        // The program itself is listed first, with an empty name.
-        [] if found.segments.is_empty() => match &found.exe {
-            Some(exe) => exe.clone(),
-            None => return 0,
-        },
-        [b'/', ..] => PathBuf::from(std::ffi::OsStr::from_bytes(name)),
-        _ => return 0, // no file: the vDSO
     };
     let phdrs = if info.dlpi_phdr.is_null() {
         &[][..]
@@ -94,28 +99,66 @@ unsafe extern "C" fn collect(
         // SAFETY: the loader's program headers of the object, `dlpi_phnum` long.
         unsafe { core::slice::from_raw_parts(info.dlpi_phdr, usize::from(info.dlpi_phnum)) }
     };
-    let first = found.segments.len();
+    let object = walk.object;
+    walk.object += 1;
     for ph in phdrs.iter().filter(|ph| ph.p_type == libc::PT_LOAD) {
-        let at = info.dlpi_addr.wrapping_add(ph.p_vaddr);
-        let flag = |bit, c| if ph.p_flags & bit != 0 { c } else { b'-' };
+        let segment = LoadSegment {
+            object,
+            name,
+            start: info.dlpi_addr.wrapping_add(ph.p_vaddr),
+            size: ph.p_memsz,
+            offset: ph.p_offset,
+            flags: ph.p_flags,
+        };
+        if (walk.visit)(&segment).is_break() {
+            return 1;
+        }
+    }
+    0
+}
+
+/// Every `PT_LOAD` segment of every loaded object with a file, in the
+/// loader's order (the program first), each object's in address order,
+/// page-aligned as the loader maps them. Where two of an object's
+/// segments share a page the later one keeps it, as the later of the
+/// loader's fixed mappings does.
+pub fn loaded_segments() -> Vec<Segment> {
+    let exe = std::fs::read_link("/proc/self/exe").ok();
+    let mut segments: Vec<Segment> = Vec::new();
+    let mut last_object = None;
+    walk_load_segments(|s| {
+        let path = match s.name {
+            // The program itself is listed first, with an empty name.
+            [] if s.object == 0 => match &exe {
+                Some(exe) => exe.clone(),
+                None => return ControlFlow::Continue(()),
+            },
+            [b'/', ..] => PathBuf::from(std::ffi::OsStr::from_bytes(s.name)),
+            _ => return ControlFlow::Continue(()), // no file: the vDSO
+        };
+        let flag = |bit, c| if s.flags & bit != 0 { c } else { b'-' };
         let segment = Segment {
-            start: at & !(PAGE - 1),
-            end: at.wrapping_add(ph.p_memsz).wrapping_add(PAGE - 1) & !(PAGE - 1),
-            offset: ph.p_offset & !(PAGE - 1),
+            start: s.start & !(PAGE - 1),
+            end: s.start.wrapping_add(s.size).wrapping_add(PAGE - 1) & !(PAGE - 1),
+            offset: s.offset & !(PAGE - 1),
             perms: [
                 flag(libc::PF_R, b'r'),
                 flag(libc::PF_W, b'w'),
                 flag(libc::PF_X, b'x'),
                 b'p',
             ],
-            path: path.clone(),
+            path,
         };
-        if let Some(prev) = found.segments[first..].last_mut() {
-            prev.end = prev.end.min(segment.start);
+        if last_object == Some(s.object) {
+            if let Some(prev) = segments.last_mut() {
+                prev.end = prev.end.min(segment.start);
+            }
         }
-        found.segments.push(segment);
-    }
-    0
+        last_object = Some(s.object);
+        segments.push(segment);
+        ControlFlow::Continue(())
+    });
+    segments
 }
 
 #[cfg(test)]

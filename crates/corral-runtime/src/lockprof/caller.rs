@@ -6,6 +6,7 @@
 
 use core::cell::Cell;
 use core::ffi::{c_int, c_void};
+use core::ops::ControlFlow;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 /// Frames looked at before giving up.
@@ -80,7 +81,9 @@ pub(super) fn capture() -> Option<u64> {
 }
 
 /// The executable segment holding this code (the preload library, or the
-/// test executable in unit tests), found once with `dl_iterate_phdr`.
+/// test executable in unit tests), found once with the loader's list
+/// ([`corral_locks::sys::objects::walk_load_segments`], which allocates
+/// nothing: this runs inside a waiter).
 pub(super) fn own_range() -> Option<(usize, usize)> {
     // Relaxed: racing finders store the same values; hi is stored last
     // and read first, and a reader seeing it non-zero needs lo only to
@@ -89,34 +92,18 @@ pub(super) fn own_range() -> Option<(usize, usize)> {
     if hi != 0 {
         return Some((OWN_LO.load(Ordering::Relaxed), hi));
     }
-    let mut range = (capture as *const () as usize, 0usize);
-    // SAFETY: `find` matches the callback type; `range` outlives the call.
-    unsafe { libc::dl_iterate_phdr(Some(find), (&mut range as *mut (usize, usize)).cast()) };
-    let (lo, hi) = range;
-    if hi == 0 {
-        return None;
-    }
+    let probe = capture as *const () as u64;
+    let mut range = None;
+    corral_locks::sys::objects::walk_load_segments(|s| {
+        let end = s.start.wrapping_add(s.size);
+        if s.flags & libc::PF_X != 0 && (s.start..end).contains(&probe) {
+            range = Some((s.start as usize, end as usize));
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    });
+    let (lo, hi) = range?;
     OWN_LO.store(lo, Ordering::Relaxed);
     OWN_HI.store(hi, Ordering::Relaxed);
     Some((lo, hi))
-}
-
-unsafe extern "C" fn find(info: *mut libc::dl_phdr_info, _size: usize, arg: *mut c_void) -> c_int {
-    // SAFETY: `arg` is `own_range`'s `(probe, hi)`; `info` is valid for the call.
-    let (range, info) = unsafe { (&mut *(arg as *mut (usize, usize)), &*info) };
-    let probe = range.0;
-    for i in 0..info.dlpi_phnum as usize {
-        // SAFETY: `dlpi_phdr` has `dlpi_phnum` entries.
-        let ph = unsafe { &*info.dlpi_phdr.add(i) };
-        if ph.p_type != libc::PT_LOAD || ph.p_flags & libc::PF_X == 0 {
-            continue;
-        }
-        let lo = info.dlpi_addr as usize + ph.p_vaddr as usize;
-        let hi = lo + ph.p_memsz as usize;
-        if (lo..hi).contains(&probe) {
-            *range = (lo, hi);
-            return 1;
-        }
-    }
-    0
 }
