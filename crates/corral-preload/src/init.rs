@@ -7,7 +7,7 @@ use std::sync::{Mutex, OnceLock};
 
 use corral_runtime::config::{RuntimeConfig, ENV_EVENTS, ENV_PARENT_PID_C};
 use corral_runtime::stats::StatsMap;
-use corral_runtime::{monitor, registry};
+use corral_runtime::{monitor_thread, registry};
 
 use crate::glibc::real;
 
@@ -19,7 +19,8 @@ static ROOT: AtomicBool = AtomicBool::new(false);
 
 /// Where this process stands with its monitor. It starts at the first
 /// `pthread_create`: a process that never makes a second thread (most of
-/// what a shell script execs) pays for no monitor thread and no ticks.
+/// what a shell script execs) pays for no monitor and no ticks; one whose
+/// waits never call for a look, for no monitor thread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 enum MonitorState {
@@ -31,7 +32,8 @@ enum MonitorState {
     /// The first `pthread_create` is starting it, just after the program's
     /// thread (its own thread's create passes straight through).
     Starting = 2,
-    /// Running.
+    /// Started: armed, its thread started at the first ring, or (policy
+    /// ca) running from here (see `monitor_thread::start`).
     Running = 3,
 }
 
@@ -49,6 +51,7 @@ extern "C" fn after_fork_in_child() {
     FORKED.store(true, Ordering::Relaxed); // Relaxed: single-threaded here.
     registry::reset_after_fork();
     corral_runtime::lockprof::detach();
+    monitor_thread::after_fork_in_child();
     // A child of a process whose monitor ran has none: the monitor's state
     // was copied mid-flight. A child of one still waiting may start its own.
     // Relaxed: single-threaded here.
@@ -78,7 +81,9 @@ extern "C" fn on_load() {
         let Some(cfg) = read_config() else { return };
         // SAFETY: getpid has no preconditions.
         let pid = unsafe { libc::getpid() };
-        if let Some(mut map) = monitor::create_stats(&corral_runtime::abi::stats_path(pid), pid) {
+        if let Some(mut map) =
+            monitor_thread::create_stats(&corral_runtime::abi::stats_path(pid), pid)
+        {
             corral_runtime::lockprof::attach(&mut map);
             *lock_stats() = Some((pid, map));
         }
@@ -157,8 +162,7 @@ fn start_monitor() {
     } else {
         None
     };
-    // The monitor must not take the program's signals.
-    let started = with_signals_blocked(|| monitor::start(cfg, stats, events));
+    let started = monitor_thread::start(cfg, stats, events);
     let state = match started {
         Ok(()) => MonitorState::Running,
         Err(e) => {
@@ -199,12 +203,12 @@ fn real_create() -> CreateFn {
 /// `pthread_create`, interposed only to start the monitor when the process
 /// makes its second thread; the thread itself is glibc's.
 ///
-/// The monitor starts just after that thread, not before it. Made before,
-/// its thread came between the program's first creates, and the program's
-/// threads ran worse placed: git grep --threads=2 ran at 0.89-0.92x of its
-/// speed without corral (200 interleaved runs on 2 CPUs), 0.93-0.97x with
-/// the monitor made after. A bare C thread made at the same point cost the
-/// same; one made after the program's last create, nothing.
+/// The monitor starts just after that thread, not before it, and only
+/// arms: its own thread waits for the first ring (see
+/// `corral_runtime::monitor_thread::start`). Any thread made in the program's
+/// burst of creates delays the burst: made before the program's first,
+/// git grep --threads=2 ran at 0.89-0.92x of its speed without corral, made
+/// just after it 0.93-0.97x; made at the first ring, after the burst, none.
 ///
 /// # Safety
 ///
@@ -281,20 +285,6 @@ fn parse_decimal(digits: &[u8]) -> Option<u64> {
     })
 }
 
-fn with_signals_blocked<T>(f: impl FnOnce() -> T) -> T {
-    // SAFETY: plain sigset_t values, filled by sigfillset; pthread_sigmask
-    // swaps this thread's mask and the old one is restored below.
-    unsafe {
-        let mut all: libc::sigset_t = core::mem::zeroed();
-        let mut old: libc::sigset_t = core::mem::zeroed();
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-        let out = f();
-        libc::pthread_sigmask(libc::SIG_SETMASK, &old, core::ptr::null_mut());
-        out
-    }
-}
-
 extern "C" fn on_unload() {
     if FORKED.load(Ordering::Relaxed) {
         return;
@@ -308,7 +298,7 @@ extern "C" fn on_unload() {
     let after: Option<fn()> = maps.then_some(save_maps);
     // Relaxed: this thread's own view suffices; final_flush checks the pid.
     if STATE.load(Ordering::Relaxed) == MonitorState::Running as u8 {
-        monitor::final_flush(after);
+        monitor_thread::final_flush(after);
     } else if let Some(after) = after {
         after();
     }

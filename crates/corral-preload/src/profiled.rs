@@ -1,13 +1,13 @@
 //! The contended path of every interposed lock, with the per-lock profile
 //! around it ([`corral_runtime::lockprof`]): reached only after a first
 //! attempt failed, so the uncontended path stays as it was. After each
-//! wait a dozing monitor may be rung ([`monitor::after_wait`]).
+//! wait a dozing monitor may be rung ([`monitor_thread::after_wait`]).
 
 use corral_locks::wait::now_ticks;
 use corral_locks::RawLock;
 use corral_runtime::parking::Parking;
 use corral_runtime::waiting::lock_contended;
-use corral_runtime::{lockprof, monitor};
+use corral_runtime::{lockprof, monitor_thread};
 
 /// [`lock_contended`] on the lock whose pthread object is at `addr`, taken
 /// as `kind` (a [`corral_runtime::abi::lock_kind`] bit), profiled.
@@ -28,7 +28,7 @@ pub(crate) fn wait_for<L: RawLock>(
             pending.end(now_ticks().wrapping_sub(start).max(1));
         }
     }
-    monitor::after_wait();
+    monitor_thread::after_wait();
 }
 
 /// Runs `wait`, a contended acquisition of the lock at `addr` taken as
@@ -40,6 +40,6 @@ pub(crate) fn timed<T>(addr: usize, kind: u32, wait: impl FnOnce() -> (T, u64)) 
     if let Some(p) = pending {
         p.end(ticks);
     }
-    monitor::after_wait();
+    monitor_thread::after_wait();
     out
 }

@@ -104,17 +104,27 @@ impl Doorbell {
         self.word.load(Ordering::Relaxed) == LISTENING
     }
 
-    /// Wakes a listening monitor (once: the first ringer wakes it).
+    /// Listening before the monitor thread exists: the first ring is the
+    /// one that starts it (see `monitor_thread::start`).
+    pub fn listen(&self) {
+        // Relaxed: set before any lock can ring, by the program's second
+        // thread's create.
+        self.word.store(LISTENING, Ordering::Relaxed);
+    }
+
+    /// Wakes a listening monitor (once: the first ringer wakes it);
+    /// whether this call was that ringer.
     #[cold]
-    pub fn ring(&self) {
+    pub fn ring(&self) -> bool {
         // Relaxed: the round it starts reads the counters on its own.
-        if self
+        let rang = self
             .word
             .compare_exchange(LISTENING, RUNG, Ordering::Relaxed, Ordering::Relaxed)
-            .is_ok()
-        {
+            .is_ok();
+        if rang {
             futex::wake(&self.word, 1, Sharing::Private);
         }
+        rang
     }
 
     /// The monitor's answer: the last round is done.

@@ -16,6 +16,7 @@ pub mod files;
 pub mod kernel;
 pub mod lockprof;
 pub mod monitor;
+pub mod monitor_thread;
 pub mod pace;
 pub mod parking;
 pub mod policies;

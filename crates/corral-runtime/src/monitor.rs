@@ -8,11 +8,7 @@
 //! The monitor never panics on bad input: with `panic = "abort"` a panic
 //! would take the observed program down with it.
 
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
-use std::sync::Mutex;
-use std::sync::OnceLock;
-use std::time::Duration;
+use std::sync::atomic::Ordering;
 
 use corral_locks::sys::clock::{monotonic_ns, thread_cpu_ns_of as cpu_ns_of};
 use corral_locks::wait::{now_ticks, ticks_to_ns};
@@ -24,7 +20,6 @@ use corral_policy::CoreId;
 
 use crate::abi::MigState;
 use crate::config::{Policy, RuntimeConfig};
-use crate::doorbell::{Doorbell, Woke};
 use crate::events::{Event, EventLog, PROGRESS_EVERY_NS};
 use crate::registry;
 use crate::stats::StatsMap;
@@ -239,6 +234,25 @@ impl Monitor {
     /// Whether the next rounds may open files.
     pub fn set_files(&mut self, files: Files) {
         self.files = files;
+    }
+
+    /// Starts the monitor's clock at `ns` (monotonic) if that is earlier:
+    /// an armed monitor's clock starts at its arming, not at its thread's
+    /// start (see [`crate::monitor_thread`]).
+    pub(crate) fn start_clock_at(&mut self, ns: u64) {
+        self.start_ns = self.start_ns.min(ns);
+    }
+
+    /// Whether the last round's waits could qualify a thread
+    /// ([`corral_policy::detect::handoffs_could_qualify`]).
+    pub(crate) fn heavy_waits(&self) -> bool {
+        self.heavy_waits
+    }
+
+    /// Whether quiet rounds may doze (not under policy ca, whose
+    /// clustering keeps the rounds at [`IDLE_TICK_MAX`]).
+    pub(crate) fn may_doze(&self) -> bool {
+        self.ca.is_none()
     }
 
     fn now(&self) -> u64 {
@@ -772,257 +786,6 @@ impl MonitorPriority {
 pub use crate::pace::{
     Pace, Rhythm, Start, DOZE_AFTER_QUIET_ROUNDS, DOZE_MAX, IDLE_TICK_MAX, SETTLED_TICKS,
 };
-
-/// The process's monitor, shared by its thread and the exit flush.
-static MONITOR: Mutex<Option<Monitor>> = Mutex::new(None);
-
-/// Why the monitor could not start.
-#[derive(Debug)]
-pub struct StartError(pub String);
-
-/// Creates the stats file at `path` for process `pid` in corral's private
-/// directory (made or checked first; files left there by killed processes
-/// go). A failure costs one line on stderr, not the policy.
-pub fn create_stats(path: &std::path::Path, pid: i32) -> Option<StatsMap> {
-    let dir = crate::files::private_dir()
-        .map_err(|e| eprintln!("corral: {e}; no live stats"))
-        .ok()?;
-    crate::files::remove_stale(&dir);
-    StatsMap::create(path, pid, registry::MAX_THREADS as u32)
-        .map_err(|e| eprintln!("corral: no live stats: {e}"))
-        .ok()
-}
-
-/// Starts the monitor thread for `cfg`: reads the topology, publishes into
-/// `stats` (made by [`create_stats`]) and creates the decision log (if
-/// `events_path`; failing costs one line on stderr, not the policy), and
-/// turns placement on for policy `lca`. On error nothing is managed and the
-/// program keeps corral's plain locks.
-pub fn start(
-    cfg: RuntimeConfig,
-    stats: Option<StatsMap>,
-    events_path: Option<PathBuf>,
-) -> Result<(), StartError> {
-    registry::set_spin_before_park(cfg.spin_before_park);
-    // Policy ca turns sampling on once the program has threads enough to
-    // record (see `Monitor::tick`); until then its locks skip the hash.
-    registry::set_sampling(false);
-    if cfg.policy == Policy::CaCsf {
-        // Quantum renewal needs the kernel's slice extension; the holder-side
-        // request and release are not written yet, so where it is granted
-        // only the probe runs (see `csf::SliceExtension`).
-        if let Some(line) = crate::csf::SliceExtension::detect_here().line() {
-            eprintln!("{line}");
-        }
-    }
-    let allowed = crate::affinity::allowed_cpus();
-    if allowed.is_empty() {
-        return Err(StartError("cannot read the process's CPU affinity".into()));
-    }
-    let cpus = crate::topology::ssc_order(&allowed).unwrap_or_else(|(allowed, _)| allowed);
-    // SAFETY: getpid has no preconditions.
-    let pid = unsafe { libc::getpid() };
-    let events = events_path.and_then(|p| {
-        EventLog::create(&p)
-            .map_err(|e| eprintln!("corral: {e}; no decision log"))
-            .ok()
-    });
-    let tick = Duration::from_nanos(cfg.tick_ns);
-    // Only a process with a log has something to say about where it goes:
-    // a forked child of the program has none, and 64 would say it 64 times.
-    let has_log = events.is_some();
-    *lock_monitor() = Some(Monitor::new(cfg, cpus, stats, events));
-    MONITOR_PID.store(pid, Ordering::Relaxed);
-    // Relaxed: the monitor thread, spawned below, is what publishes it.
-    TABLE.store(TABLE_UNKNOWN, Ordering::Relaxed);
-    BELL.reset();
-    let _ = RING_DETECT.set(cfg.ssc.detect);
-    let spawned = std::thread::Builder::new()
-        .name("corral-monitor".into())
-        .spawn(move || {
-            registry::exclude_current_thread();
-            let files = match corral_locks::sys::fdtable::take_private() {
-                Ok(()) => Files::Open,
-                Err(errno) => {
-                    if has_log {
-                        eprintln!(
-                            "corral: the monitor cannot have a descriptor table of its own \
-                         (unshare: errno {errno}); its log is written at exit only"
-                        );
-                    }
-                    Files::Deferred
-                }
-            };
-            if let Some(m) = lock_monitor().as_mut() {
-                m.set_files(files);
-            }
-            let table = if files == Files::Open {
-                TABLE_OWN
-            } else {
-                TABLE_SHARED
-            };
-            // Release: an exit that reads it asks this thread for the last round.
-            TABLE.store(table, Ordering::Release);
-            let tid = registry::current_tid();
-            let mut priority = MonitorPriority::new(corral_locks::sys::sched::nice_of(tid).ok());
-            // Calibrate the TSC here, not inside some thread's first wait.
-            let _ = ticks_to_ns(1);
-            let start = lock_monitor()
-                .as_ref()
-                .map_or(Start::Dormant, Monitor::first_sleep);
-            // Relaxed: a ringing thread's rough measure of time since; the
-            // start counts as a look (waits before it are not a span's).
-            LAST_LOOK_NS.store(monotonic_ns(), Ordering::Relaxed);
-            let mut rhythm = Rhythm::new(tick, start);
-            loop {
-                let woke = BELL.sleep(rhythm.sleep, rhythm.listen);
-                if woke == Woke::Exit {
-                    let after = AFTER_LAST_ROUND
-                        .lock()
-                        .unwrap_or_else(|poisoned| poisoned.into_inner())
-                        .take();
-                    last_round(after);
-                    BELL.answer();
-                    return;
-                }
-                // Relaxed: a ringing thread's rough measure of time since.
-                LAST_LOOK_NS.store(monotonic_ns(), Ordering::Relaxed);
-                let (pace, heavy, doze, own) = match lock_monitor().as_mut() {
-                    Some(m) => (m.tick(), m.heavy_waits, m.ca.is_none(), m.own_move()),
-                    None => return,
-                };
-                if let Some(cores) = own {
-                    // Refused (a cpuset shrank under the program): the
-                    // monitor ticks where it is, as before it moved.
-                    let _ = crate::affinity::set_thread_affinity(0, &cores);
-                }
-                if let Some(nice) = priority.after(pace, heavy) {
-                    // Refused without CAP_SYS_NICE: the default priority
-                    // only delays ticks. Not asked again.
-                    if corral_locks::sys::sched::set_nice(tid, nice).is_err() {
-                        priority.refused();
-                    }
-                }
-                rhythm.after_round(pace, heavy, doze, woke == Woke::Rung);
-            }
-        });
-    if let Err(e) = spawned {
-        *lock_monitor() = None;
-        return Err(StartError(format!("cannot start the monitor thread: {e}")));
-    }
-    registry::set_managed(cfg.policy == Policy::Lca);
-    Ok(())
-}
-
-fn lock_monitor() -> std::sync::MutexGuard<'static, Option<Monitor>> {
-    MONITOR
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// The process whose monitor thread runs (0: none). A child made by a raw
-/// `clone` or `_Fork` runs no atfork handler and inherits [`MONITOR`] as it
-/// was, possibly locked by a monitor thread the child does not have.
-static MONITOR_PID: AtomicI32 = AtomicI32::new(0);
-
-/// Where the monitor thread's descriptors live: not known yet (it has not
-/// run), its own table, or the program's (`unshare` refused).
-static TABLE: AtomicU32 = AtomicU32::new(TABLE_UNKNOWN);
-const TABLE_UNKNOWN: u32 = 0;
-const TABLE_OWN: u32 = 1;
-const TABLE_SHARED: u32 = 2;
-
-/// Rung by the program's exit for the last round, and by a waiting thread
-/// while the monitor listens (it sleeps after a quiet round).
-static BELL: Doorbell = Doorbell::new();
-
-/// When the monitor's last round began (monotonic ns).
-static LAST_LOOK_NS: AtomicU64 = AtomicU64::new(0);
-
-/// The detection parameters a waiting thread rings by (the first
-/// monitor's: a forked child's has the same configuration).
-static RING_DETECT: OnceLock<corral_policy::detect::DetectParams> = OnceLock::new();
-
-/// How soon after a quiet round a waiting thread may ring the monitor: the
-/// longest contention that starts can go unseen (not [`IDLE_TICK_MAX`]:
-/// sysbench mutex at 64 threads runs at a fifth of its settled rate until
-/// it is seen).
-pub const ONSET_LOOK: Duration = Duration::from_millis(4);
-
-/// Called by a thread after each contended wait: rings a monitor that
-/// listens (it sleeps after a quiet round) if the thread's waits since the
-/// monitor's last round could qualify it
-/// ([`corral_policy::detect::waits_call_for_a_look`] over [`ONSET_LOOK`]).
-#[inline]
-pub fn after_wait() {
-    if BELL.listening() {
-        ring_if_waits_qualify();
-    }
-}
-
-#[cold]
-fn ring_if_waits_qualify() {
-    let Some(params) = RING_DETECT.get() else {
-        return;
-    };
-    // Relaxed: a rough span; the round it may start measures its own.
-    let span = monotonic_ns().saturating_sub(LAST_LOOK_NS.load(Ordering::Relaxed));
-    // The counter the monitor takes each round: waits since that round.
-    let (wait_ticks, waits) = corral_locks::wait::thread_counter().snapshot();
-    let round = ONSET_LOOK.as_nanos() as u64;
-    let wait_ns = ticks_to_ns(wait_ticks);
-    if corral_policy::detect::waits_call_for_a_look(params, wait_ns, waits, span, round) {
-        BELL.ring();
-    }
-}
-
-/// What the last round does after its tick (the lock profile's maps copy).
-static AFTER_LAST_ROUND: Mutex<Option<fn()>> = Mutex::new(None);
-
-/// How long an exit waits for the monitor thread's last round. It answers
-/// within a tick; only a monitor that cannot run at all makes the exit
-/// wait this long, and then the last round's lines are lost.
-const LAST_ROUND_WAIT: Duration = Duration::from_secs(1);
-
-/// The last round: a tick that may open files, then `after`.
-fn last_round(after: Option<fn()>) {
-    if let Some(m) = lock_monitor().as_mut() {
-        m.set_files(Files::Open);
-        m.tick();
-    }
-    if let Some(after) = after {
-        after();
-    }
-}
-
-/// A last round at exit, so the stats file holds final totals and the log
-/// its last lines, followed by `after`. The monitor thread runs it, in its
-/// own descriptor table: the program's other threads still run while it
-/// exits. Only in the process that started the monitor (anywhere else the
-/// monitor's lock may be held forever, and `after` runs here).
-pub fn final_flush(after: Option<fn()>) {
-    // SAFETY: getpid has no preconditions (and is not cached by glibc, so
-    // it is right after a raw clone).
-    let pid = unsafe { libc::getpid() };
-    // Relaxed: written once before the monitor thread starts, by this
-    // process's own start; a child sees the parent's pid, never ours.
-    if MONITOR_PID.load(Ordering::Relaxed) != pid {
-        if let Some(after) = after {
-            after();
-        }
-        return;
-    }
-    // Acquire: pairs with the monitor thread's Release.
-    if TABLE.load(Ordering::Acquire) == TABLE_SHARED {
-        // Its files would be in the program's table anyway.
-        last_round(after);
-        return;
-    }
-    *AFTER_LAST_ROUND
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner()) = after;
-    BELL.ask(LAST_ROUND_WAIT);
-}
 
 #[cfg(test)]
 #[path = "monitor_tests.rs"]

@@ -4,6 +4,7 @@ use super::*;
 use crate::events::read_log;
 use crate::waiting::thread_cpu_ns;
 use std::sync::mpsc;
+use std::time::Duration;
 
 /// Held by every test whose monitor ticks: a tick samples every registry
 /// slot, other tests' threads included, and claims their waits under way,

@@ -9,7 +9,7 @@ pub const IDLE_TICK_MAX: Duration = Duration::from_millis(16);
 
 /// The longest pause while nothing is placed and no waits could qualify a
 /// thread: a thread whose waits could rings earlier (see
-/// [`crate::monitor::after_wait`]). Also every pause while the policy can
+/// [`crate::monitor_thread::after_wait`]). Also every pause while the policy can
 /// decide nothing ([`Pace::Dormant`]).
 pub const DOZE_MAX: Duration = Duration::from_millis(256);
 
@@ -82,7 +82,7 @@ pub enum Start {
     /// After one tick: policy ca records its samples from the first round.
     Tick,
     /// When a waiting thread's waits call for a look (see
-    /// [`crate::monitor::after_wait`]), or after [`IDLE_TICK_MAX`]. A
+    /// [`crate::monitor_thread::after_wait`]), or after [`IDLE_TICK_MAX`]. A
     /// program contended from its start rings within `ONSET_LOOK`; one
     /// whose waits could qualify nobody (git grep's: long but few) takes no
     /// round before then. Ticking from the start, a 16 ms git grep
@@ -100,7 +100,7 @@ pub struct Rhythm {
     /// The next sleep.
     pub sleep: Duration,
     /// Whether a waiting thread may end it early (see
-    /// [`crate::monitor::after_wait`]).
+    /// [`crate::monitor_thread::after_wait`]).
     pub listen: bool,
     tick: Duration,
     quiet_rounds: u32,

@@ -1,7 +1,7 @@
-//! corral's own monitor thread: made after the program's first thread, and
-//! run off the SSC while the program's threads are confined, so that its
-//! ticks never preempt the lock holder every confined waiter is queued
-//! behind.
+//! corral's own monitor thread: started at the program's first waits that
+//! call for a look (after its first thread), and run off the SSC while the
+//! program's threads are confined, so that its ticks never preempt the lock
+//! holder every confined waiter is queued behind.
 
 mod common;
 
@@ -120,10 +120,13 @@ fn the_monitor_runs_off_the_cores_of_confined_threads() {
 }
 
 #[test]
-fn the_monitor_is_made_after_the_programs_first_thread() {
-    // Made before it, the monitor's thread came between the program's
-    // creates and left the program's threads worse placed (git grep
-    // --threads=2: 0.92x of its speed without corral, 0.97x made after).
+fn the_monitor_thread_starts_at_the_first_waits_after_the_programs_first_thread() {
+    // Made at the program's second thread, in its burst of creates, the
+    // monitor's thread delayed the burst's last creates (git grep
+    // --threads=4: 0.93x of its speed without corral; started at the
+    // first ring instead, 0.97x, as with no monitor at all). Made before
+    // the program's first thread, it left the program's threads worse
+    // placed still.
     let dir = std::env::temp_dir().join(format!("corral-first-thread.{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let exe = dir.join("first_thread");
@@ -148,10 +151,14 @@ fn the_monitor_is_made_after_the_programs_first_thread() {
         .split_whitespace()
         .filter_map(|w| w.parse().ok())
         .collect();
-    let [worker, monitor] = tids[..] else {
+    let [worker, before, monitor] = tids[..] else {
         panic!("unexpected output: {line}")
     };
-    assert!(monitor > 0, "no monitor thread: {line}");
+    assert_eq!(
+        before, 0,
+        "a monitor thread ran while no thread had waited: {line}"
+    );
+    assert!(monitor > 0, "no monitor thread once threads waited: {line}");
     // Thread ids are handed out in increasing order; a wrap of pid_max
     // between two creates (a gap of more than half of it) says nothing.
     if monitor.abs_diff(worker) > 1 << 21 {
@@ -159,4 +166,28 @@ fn the_monitor_is_made_after_the_programs_first_thread() {
         return;
     }
     assert!(monitor > worker, "the monitor was made first: {line}");
+}
+
+#[test]
+fn a_program_that_never_called_for_the_monitor_leaves_an_empty_decision_log() {
+    // Its monitor thread, which writes the log, never ran: `--events` still
+    // names a file afterwards (before: none, and scripts reading it failed).
+    let dir = std::env::temp_dir().join(format!("corral-empty-log.{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("events.jsonl");
+    let out = Command::new(env!("CARGO_BIN_EXE_corral"))
+        .env("CORRAL_PRELOAD", common::preload())
+        .args(["run", "--quiet", "--events"])
+        .arg(&log)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    let text = std::fs::read_to_string(&log);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(text.expect("no decision log").len(), 0);
 }

@@ -120,7 +120,10 @@ pub(crate) struct RunArgs {
     /// Write the report (threads, SSC over time, decisions) as JSON here.
     #[arg(long, value_name = "FILE.json")]
     pub(crate) report: Option<PathBuf>,
-    /// Write the decision log (JSON lines) here.
+    /// Write the decision log (JSON lines) here. corral's monitor thread
+    /// writes it from the program's first lock waits that could qualify a
+    /// thread (policy ca: from its second thread); a program whose waits
+    /// never do leaves it empty.
     #[arg(long, value_name = "FILE.jsonl")]
     pub(crate) events: Option<PathBuf>,
     /// No summary on stderr at exit.
@@ -357,6 +360,15 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
     let ff_report = ff.into_inner().map(FfDriver::finish);
     let kernel_report = kernel.map(|k| k.finish());
     let code = exit_code(outcome.status);
+    if let Some(p) = &args.events {
+        // A program whose waits never called for the monitor ran no thread
+        // of corral's, which writes the log: nothing was decided.
+        if std::fs::symlink_metadata(p).is_err() {
+            if let Err(e) = corral_runtime::files::create_private(p) {
+                eprintln!("corral: --events: {e}");
+            }
+        }
+    }
     let mut log = LogSummary::default();
     if let Some(p) = &events_path {
         // An unreadable log leaves the report without decisions.
