@@ -18,7 +18,10 @@
 //! The ringing thread spawns the monitor's thread while it holds the lock
 //! it waited for, inside `pthread_mutex_lock`: a call that is not
 //! async-signal-safe, so no signal handler may make it (as glibc's own
-//! `pthread_create`, which the spawn calls, may take malloc's locks).
+//! `pthread_create`, which the spawn calls, may take malloc's locks). The
+//! new thread takes the CPUs and the fair class of the thread that armed
+//! the monitor, not those of its ringer, which the program may have pinned
+//! to one CPU (the monitor then saw a 1-CPU process) or made real-time.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
@@ -50,6 +53,12 @@ struct Armed {
     /// When it was armed: the monitor's clock starts there, so a thread
     /// registered since counts its waits from its registration.
     armed_ns: u64,
+    /// The CPUs and the class of the thread that armed it (the program's
+    /// second thread's creator): the monitor's thread takes them, not
+    /// those of whichever thread rings first, which the program may have
+    /// pinned to one CPU or made real-time.
+    cpus: Vec<u32>,
+    fair_nice: Option<i32>,
 }
 
 static ARMED: Mutex<Option<Armed>> = Mutex::new(None);
@@ -99,11 +108,22 @@ pub fn start(
     // SAFETY: getpid has no preconditions.
     MONITOR_PID.store(unsafe { libc::getpid() }, Ordering::Relaxed);
     registry::set_managed(cfg.policy == Policy::Lca);
+    let cpus = crate::affinity::allowed_cpus();
+    if cpus.is_empty() {
+        unmanage();
+        return Err(StartError("cannot read the process's CPU affinity".into()));
+    }
+    let fair_nice = match corral_locks::sys::sched::realtime_of(0) {
+        Some(false) => corral_locks::sys::sched::nice_of(0).ok(),
+        _ => None,
+    };
     let armed = Armed {
         cfg,
         stats,
         events_path,
         armed_ns,
+        cpus,
+        fair_nice,
     };
     if now {
         BELL.reset();
@@ -121,28 +141,26 @@ fn unmanage() {
     registry::set_managed(false);
 }
 
-/// The monitor over the process's CPUs, its clock started at `start_ns`;
-/// `topology`: in SSC order (sysfs), else as the affinity lists them (the
-/// exit's round, which must open no file in the program's table).
+/// The monitor over `cpus` (the process's, as its arming saw them), its
+/// clock started at `start_ns`; `topology`: in SSC order (sysfs), else as
+/// the affinity lists them (the exit's round, which must open no file in
+/// the program's table).
 fn build(
     cfg: RuntimeConfig,
+    cpus: Vec<u32>,
     stats: Option<StatsMap>,
     events: Option<EventLog>,
     start_ns: u64,
     topology: bool,
-) -> Result<Monitor, StartError> {
-    let allowed = crate::affinity::allowed_cpus();
-    if allowed.is_empty() {
-        return Err(StartError("cannot read the process's CPU affinity".into()));
-    }
+) -> Monitor {
     let cpus = if topology {
-        crate::topology::ssc_order(&allowed).unwrap_or_else(|(allowed, _)| allowed)
+        crate::topology::ssc_order(&cpus).unwrap_or_else(|(cpus, _)| cpus)
     } else {
-        allowed
+        cpus
     };
     let mut m = Monitor::new(cfg, cpus, stats, events);
     m.start_clock_at(start_ns);
-    Ok(m)
+    m
 }
 
 /// Starts the armed monitor's thread: called by the thread whose ring woke
@@ -234,22 +252,24 @@ fn run(armed: Armed) {
             .ok()
     });
     let tick = Duration::from_nanos(armed.cfg.tick_ns);
-    match build(armed.cfg, armed.stats, events, armed.armed_ns, true) {
-        Ok(mut m) => {
-            m.set_files(files);
-            *lock_monitor() = Some(m);
-        }
-        Err(e) => {
-            unmanage();
-            eprintln!(
-                "corral: {}; the program runs on corral's locks without the policy",
-                e.0
-            );
-            // An exit that already asked for the last round waits no more.
-            BELL.answer();
-            return;
-        }
+    // Refused (a cpuset shrank meanwhile): it runs where it was born.
+    let _ = crate::affinity::set_thread_affinity(0, &armed.cpus);
+    if let (Some(nice), Some(true)) = (armed.fair_nice, corral_locks::sys::sched::realtime_of(0)) {
+        // Leaving a real-time class needs no privilege; refused, the
+        // monitor keeps its ringer's class, as it kept its creator's.
+        let _ =
+            corral_locks::sys::sched::set_fair(0, corral_locks::sys::sched::SCHED_OTHER, nice, 0);
     }
+    let mut m = build(
+        armed.cfg,
+        armed.cpus,
+        armed.stats,
+        events,
+        armed.armed_ns,
+        true,
+    );
+    m.set_files(files);
+    *lock_monitor() = Some(m);
     let table = if files == Files::Open {
         TABLE_OWN
     } else {
@@ -417,12 +437,18 @@ pub fn final_flush(after: Option<fn()>) {
     }
     if let Some(armed) = lock_armed().take() {
         if armed.stats.is_some() {
-            if let Ok(mut m) = build(armed.cfg, armed.stats, None, armed.armed_ns, false) {
-                m.set_files(Files::Deferred);
-                m.tick();
-                // Kept, as a running monitor is: the stats stay mapped.
-                *lock_monitor() = Some(m);
-            }
+            let mut m = build(
+                armed.cfg,
+                armed.cpus,
+                armed.stats,
+                None,
+                armed.armed_ns,
+                false,
+            );
+            m.set_files(Files::Deferred);
+            m.tick();
+            // Kept, as a running monitor is: the stats stay mapped.
+            *lock_monitor() = Some(m);
         }
         if let Some(after) = after {
             after();

@@ -191,3 +191,51 @@ fn a_program_that_never_called_for_the_monitor_leaves_an_empty_decision_log() {
     );
     assert_eq!(text.expect("no decision log").len(), 0);
 }
+
+#[test]
+fn the_monitor_sees_the_cpus_of_the_thread_that_armed_it_not_its_pinned_ringer() {
+    // Started by the first thread whose waits call for it, the monitor's
+    // thread inherits that thread's CPUs; one the program pinned to one CPU
+    // made the monitor see a 1-CPU process, with nothing to confine.
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let allowed = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .map(cpu_list)
+        .unwrap();
+    let cpus = allowed.len();
+    if cpus < 2 {
+        eprintln!("skipped: one CPU");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("corral-pinned-ringer.{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join("pinned_ringer");
+    assert!(
+        common::build_fixture("pinned_ringer.c", &exe),
+        "cc failed on pinned_ringer.c"
+    );
+    let log = dir.join("events.jsonl");
+    let out = Command::new(env!("CARGO_BIN_EXE_corral"))
+        .env("CORRAL_PRELOAD", common::preload())
+        .args(["run", "--quiet", "--events"])
+        .arg(&log)
+        .arg("--")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let start = text
+        .lines()
+        .find(|l| l.contains("\"event\":\"start\""))
+        .unwrap_or_else(|| panic!("no start event in the log: {text:?}"));
+    let doc: serde_json::Value = serde_json::from_str(start).unwrap();
+    let seen = doc["cpus"].as_array().map_or(0, Vec::len);
+    assert_eq!(seen, cpus, "the monitor saw {seen} of {cpus} CPUs: {start}");
+}

@@ -5,6 +5,7 @@
 
 pub(crate) mod catalog;
 pub(crate) mod fixture;
+mod interval;
 mod measure;
 mod pin;
 mod report;
@@ -92,7 +93,10 @@ THE VERDICT
   --repeat, a throughput loss whose median lies inside glibc's own range over
   its repeats is marked so (glibc's run-to-run noise is that wide there),
   and with --with-control one no farther from 1x than glibc-again's ratio is
-  marked \"within the machine's noise\". Marked losses still count.
+  marked \"within the machine's noise\". With 3 repeats or more each loss
+  shows the 95% interval of its ratio (a bootstrap over the repeats' rounds,
+  each run side by side), and the verdict counts the losses whose interval
+  lies wholly below 0.95x. Marked losses still count.
   Where one lock is all the work (sysbench-mutex), the default must also keep
   0.8x of its own 1-thread rate at every count. That is measured with every
   count given the 1-thread point's work, the default alone, side by side
@@ -367,7 +371,9 @@ pub(crate) fn run(args: BenchAppsArgs) -> Result<(), CliError> {
             let glibc = point(app, n, Column::Glibc, work, &samples[0], None);
             points.push(glibc.clone());
             for (i, &c) in columns.iter().enumerate().skip(1) {
-                points.push(point(app, n, c, work, &samples[i], Some(&glibc)));
+                let mut p = point(app, n, c, work, &samples[i], Some(&glibc));
+                p.ratio_interval = interval::ratio_interval(&samples[0], &samples[i]);
+                points.push(p);
             }
         }
         if let (Some(work_one), true) = (

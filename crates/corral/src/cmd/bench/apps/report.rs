@@ -60,6 +60,10 @@ pub(crate) struct AppPoint {
     pub(crate) units: Option<f64>,
     /// Throughput over glibc's at the same thread count.
     pub(crate) ratio_vs_glibc: Option<f64>,
+    /// The 95% interval of `ratio_vs_glibc` over the repeats (a bootstrap
+    /// of the rounds, each run side by side; corral columns, 3 repeats or
+    /// more).
+    pub(crate) ratio_interval: Option<(f64, f64)>,
     /// glibc-again's throughput over glibc's at this point (corral columns,
     /// with --with-control): the machine's noise the ratio stands in.
     pub(crate) control_ratio: Option<f64>,
@@ -166,6 +170,7 @@ pub(super) fn point(
         ratio_vs_glibc: base
             .and_then(|g| Some(throughput? / g.throughput?.max(1e-12)))
             .or_else(|| (column == Column::Glibc && status == Status::Ok).then_some(1.0)),
+        ratio_interval: None,
         control_ratio: None,
         cpu_ratio_vs_glibc: (status == Status::Ok)
             .then(|| base.map(|g| cpu_per_unit(cpu_s, units) / cpu_per_unit(g.cpu_s, g.units)))
@@ -201,6 +206,13 @@ pub(super) fn loss_of(p: &AppPoint) -> Option<String> {
         if let Some(c) = p.control_ratio.filter(|&c| within_noise(r, c)) {
             noise.push(format!("within the machine's noise: glibc-again {c:.2}x"));
         }
+        if let Some((lo, hi)) = p.ratio_interval {
+            noise.push(if hi < MIN_RATIO {
+                format!("95% interval {lo:.2}-{hi:.2}x, {WHOLLY_BELOW}")
+            } else {
+                format!("95% interval {lo:.2}-{hi:.2}x")
+            });
+        }
         let noise = if noise.is_empty() {
             String::new()
         } else {
@@ -213,6 +225,10 @@ pub(super) fn loss_of(p: &AppPoint) -> Option<String> {
         None
     }
 }
+
+/// How [`loss_of`] marks a loss whose 95% interval lies wholly below
+/// [`MIN_RATIO`]: one the repeats' spread cannot explain.
+const WHOLLY_BELOW: &str = "wholly below the bar";
 
 /// Fills each corral point's `control_ratio` from the glibc-again point of
 /// its program and thread count, where one was measured.
@@ -381,10 +397,21 @@ pub(super) fn verdict(losses: &[String], measured: usize) -> String {
             .iter()
             .filter(|l| l.contains("within the machine's noise"))
             .count();
-        let of_them = if noisy > 0 {
-            format!(" ({noisy} of them within the machine's noise)")
-        } else {
+        let clear = losses.iter().filter(|l| l.contains(WHOLLY_BELOW)).count();
+        let with_interval = losses.iter().filter(|l| l.contains("95% interval")).count();
+        let mut notes = Vec::new();
+        if noisy > 0 {
+            notes.push(format!("{noisy} of them within the machine's noise"));
+        }
+        if with_interval > 0 {
+            notes.push(format!(
+                "{clear} of them with a 95% interval wholly below {MIN_RATIO}x"
+            ));
+        }
+        let of_them = if notes.is_empty() {
             String::new()
+        } else {
+            format!(" ({})", notes.join("; "))
         };
         format!(
             "verdict: corral's default LOSES at {} of {measured} points{of_them}: {}",
@@ -515,6 +542,25 @@ mod tests {
         );
         assert!(
             v.starts_with("verdict: corral's default LOSES at 2 of 3 points (1 of them within the machine's noise): "),
+            "{v}"
+        );
+    }
+
+    #[test]
+    fn a_loss_shows_its_interval_and_the_verdict_counts_those_wholly_below() {
+        let mut noisy = p(Column::Default, Status::Ok, 93.0, 1.0);
+        noisy.ratio_interval = Some((0.85, 1.02));
+        let mut clear = p(Column::Default, Status::Ok, 88.0, 1.0);
+        clear.ratio_interval = Some((0.86, 0.90));
+        let losses = [loss_of(&noisy).unwrap(), loss_of(&clear).unwrap()];
+        assert_eq!(losses[0], "throughput 0.93x (95% interval 0.85-1.02x)");
+        assert_eq!(
+            losses[1],
+            "throughput 0.88x (95% interval 0.86-0.90x, wholly below the bar)"
+        );
+        let v = verdict(&losses, 7);
+        assert!(
+            v.starts_with("verdict: corral's default LOSES at 2 of 7 points (1 of them with a 95% interval wholly below 0.95x): "),
             "{v}"
         );
     }
