@@ -4,7 +4,7 @@
 //! pair), and the interval is the middle 95% of the resampled ratios of
 //! medians.
 
-use super::report::{Sample, Status};
+use super::report::{median, Sample, Status};
 
 /// Resamples drawn.
 const DRAWS: usize = 2000;
@@ -28,27 +28,14 @@ pub(super) fn ratio_interval(glibc: &[Sample], column: &[Sample]) -> Option<(f64
     // A fixed seed: the same runs give the same interval.
     let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
     let mut ratios = Vec::with_capacity(DRAWS);
-    let (mut gs, mut cs) = (vec![0.0; n], vec![0.0; n]);
     for _ in 0..DRAWS {
-        for k in 0..n {
-            let r = rng.below(n);
-            (gs[k], cs[k]) = (g[r], c[r]);
-        }
-        ratios.push(median(&mut cs) / median(&mut gs).max(1e-12));
+        let rounds: Vec<usize> = (0..n).map(|_| rng.below(n)).collect();
+        let of = |rates: &[f64]| median(rounds.iter().map(|&r| rates[r]).collect());
+        ratios.push(of(&c) / of(&g).max(1e-12));
     }
     ratios.sort_by(f64::total_cmp);
     let at = |q: f64| ratios[((DRAWS - 1) as f64 * q).round() as usize];
     Some((at(0.025), at(0.975)))
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
 }
 
 /// Marsaglia's xorshift64: enough to pick rounds.

@@ -107,7 +107,7 @@ pub(super) struct Sample {
 }
 
 /// The median of `v` (not empty).
-fn median(mut v: Vec<f64>) -> f64 {
+pub(super) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     let n = v.len();
     if n % 2 == 1 {
