@@ -107,19 +107,21 @@ impl Doorbell {
     /// Listening before the monitor thread exists: the first ring is the
     /// one that starts it (see `monitor_thread::start`).
     pub fn listen(&self) {
-        // Relaxed: set before any lock can ring, by the program's second
-        // thread's create.
-        self.word.store(LISTENING, Ordering::Relaxed);
+        // Release: a thread that rings it (made before it, the program's
+        // first) sees what the arming stored before (the arming pid).
+        self.word.store(LISTENING, Ordering::Release);
     }
 
     /// Wakes a listening monitor (once: the first ringer wakes it);
     /// whether this call was that ringer.
     #[cold]
     pub fn ring(&self) -> bool {
-        // Relaxed: the round it starts reads the counters on its own.
+        // Acquire: pairs with `listen`'s Release (the ringer that starts
+        // the monitor reads the arming); the round it starts reads the
+        // counters on its own.
         let rang = self
             .word
-            .compare_exchange(LISTENING, RUNG, Ordering::Relaxed, Ordering::Relaxed)
+            .compare_exchange(LISTENING, RUNG, Ordering::Acquire, Ordering::Relaxed)
             .is_ok();
         if rang {
             futex::wake(&self.word, 1, Sharing::Private);

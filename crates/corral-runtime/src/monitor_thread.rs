@@ -10,10 +10,11 @@
 //! making 4 workers on 2 CPUs: 1.92 -> 2.37 ms, nothing if made after the
 //! burst). git grep at 2, 4 and 8 threads on 2 CPUs ran at 0.89x, 0.93x and
 //! 0.93x of its speed without corral; with the thread started at the first
-//! ring, 0.98x, 0.96x and 0.96x (150 interleaved runs each). A program whose waits never call for a look runs no thread
-//! of corral's: its exit's last round runs in the exiting thread, and its
-//! decision log is not written (nothing was decided). Policy ca, which
-//! samples from its first round, starts the thread at the second thread.
+//! ring, 0.98x, 0.96x and 0.96x (150 interleaved runs each). A program
+//! whose waits never call for a look runs no thread of corral's: its
+//! exit's last round runs in the exiting thread, and its decision log is
+//! not written (nothing was decided). Policy ca, which samples from its
+//! first round, starts the thread at the second thread.
 //!
 //! The ringing thread spawns the monitor's thread while it holds the lock
 //! it waited for, inside `pthread_mutex_lock`: a call that is not
@@ -105,6 +106,8 @@ pub fn start(
     // Relaxed: a ringing thread's rough measure of time since; the start
     // counts as a look (waits before it are not a span's).
     LAST_LOOK_NS.store(armed_ns, Ordering::Relaxed);
+    // Relaxed: published to ringers by the bell's Release (`listen`), to
+    // the exit and to threads made later by their create.
     // SAFETY: getpid has no preconditions.
     MONITOR_PID.store(unsafe { libc::getpid() }, Ordering::Relaxed);
     registry::set_managed(cfg.policy == Policy::Lca);
