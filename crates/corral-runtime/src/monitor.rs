@@ -1,9 +1,11 @@
-//! The monitor thread: closes each thread's accounting windows (slices of
-//! thread CPU time), feeds them to paper 1's SSC controller (Algorithm 3:
-//! detection and voting; Algorithm 4: the model-driven search), chooses each
-//! thread's placement for Algorithm 2 (applied by the thread itself at its
-//! next lock attempt, see [`crate::registry::on_lock_attempt`]), and
-//! publishes the stats file and the decision log.
+//! The monitor's rounds: each closes every thread's accounting windows
+//! (slices of thread CPU time), feeds them to paper 1's SSC controller
+//! (Algorithm 3: detection and voting; Algorithm 4: the model-driven
+//! search), chooses each thread's placement for Algorithm 2 (applied by the
+//! thread itself at its next lock attempt, see
+//! [`crate::registry::on_lock_attempt`]), and publishes the stats file and
+//! the decision log. The thread that runs them, and when it starts, is
+//! [`crate::monitor_thread`]'s.
 //!
 //! The monitor never panics on bad input: with `panic = "abort"` a panic
 //! would take the observed program down with it.
