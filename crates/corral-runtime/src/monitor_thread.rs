@@ -35,7 +35,7 @@ use corral_locks::wait::ticks_to_ns;
 use crate::config::{Policy, RuntimeConfig};
 use crate::doorbell::{Doorbell, Woke};
 use crate::events::EventLog;
-use crate::monitor::{Files, Monitor, MonitorPriority, Start};
+use crate::monitor::{Files, Monitor, MonitorPriority};
 use crate::pace::Rhythm;
 use crate::registry;
 use crate::stats::StatsMap;
@@ -94,6 +94,10 @@ pub fn start(
     stats: Option<StatsMap>,
     events_path: Option<PathBuf>,
 ) -> Result<(), StartError> {
+    let cpus = crate::affinity::allowed_cpus();
+    if cpus.is_empty() {
+        return Err(StartError("cannot read the process's CPU affinity".into()));
+    }
     registry::set_spin_before_park(cfg.spin_before_park);
     // Policy ca turns sampling on once the program has threads enough to
     // record (see `Monitor::tick`); until then its locks skip the hash.
@@ -111,11 +115,6 @@ pub fn start(
     // SAFETY: getpid has no preconditions.
     MONITOR_PID.store(unsafe { libc::getpid() }, Ordering::Relaxed);
     registry::set_managed(cfg.policy == Policy::Lca);
-    let cpus = crate::affinity::allowed_cpus();
-    if cpus.is_empty() {
-        unmanage();
-        return Err(StartError("cannot read the process's CPU affinity".into()));
-    }
     let fair_nice = match corral_locks::sys::sched::realtime_of(0) {
         Some(false) => corral_locks::sys::sched::nice_of(0).ok(),
         _ => None,
@@ -172,7 +171,8 @@ fn build(
 /// and the round the ring asked for follows at once.
 #[cold]
 fn start_armed() {
-    // Relaxed: written by this process's arming, before any lock rang.
+    // Relaxed: the winning ring's Acquire (`Doorbell::ring`) made the
+    // arming's store visible.
     // SAFETY: getpid has no preconditions (and is not cached by glibc).
     if MONITOR_PID.load(Ordering::Relaxed) != unsafe { libc::getpid() } {
         // A child's copy (a raw clone runs no atfork handler): the armed
@@ -272,6 +272,7 @@ fn run(armed: Armed) {
         true,
     );
     m.set_files(files);
+    let start = m.first_sleep();
     *lock_monitor() = Some(m);
     let table = if files == Files::Open {
         TABLE_OWN
@@ -284,9 +285,6 @@ fn run(armed: Armed) {
     let mut priority = MonitorPriority::new(corral_locks::sys::sched::nice_of(tid).ok());
     // Calibrate the TSC here, not inside some thread's first wait.
     let _ = ticks_to_ns(1);
-    let start = lock_monitor()
-        .as_ref()
-        .map_or(Start::Dormant, Monitor::first_sleep);
     let mut rhythm = Rhythm::new(tick, start);
     loop {
         let woke = BELL.sleep(rhythm.sleep, rhythm.listen);
@@ -365,9 +363,9 @@ static LAST_LOOK_NS: AtomicU64 = AtomicU64::new(0);
 static RING_DETECT: OnceLock<corral_policy::detect::DetectParams> = OnceLock::new();
 
 /// How soon after a quiet round a waiting thread may ring the monitor: the
-/// longest contention that starts can go unseen (not [`crate::monitor::IDLE_TICK_MAX`]:
-/// sysbench mutex at 64 threads runs at a fifth of its settled rate until
-/// it is seen).
+/// longest contention that starts can go unseen (not
+/// [`crate::monitor::IDLE_TICK_MAX`]: sysbench mutex at 64 threads runs at
+/// a fifth of its settled rate until it is seen).
 pub const ONSET_LOOK: Duration = Duration::from_millis(4);
 
 /// Called by a thread after each contended wait: rings a monitor that
@@ -414,6 +412,10 @@ fn last_round(after: Option<fn()>) {
         m.set_files(Files::Open);
         m.tick();
     }
+    run_after(after);
+}
+
+fn run_after(after: Option<fn()>) {
     if let Some(after) = after {
         after();
     }
@@ -433,9 +435,7 @@ pub fn final_flush(after: Option<fn()>) {
     // Relaxed: written once before the monitor thread starts, by this
     // process's own start; a child sees the parent's pid, never ours.
     if MONITOR_PID.load(Ordering::Relaxed) != pid {
-        if let Some(after) = after {
-            after();
-        }
+        run_after(after);
         return;
     }
     if let Some(armed) = lock_armed().take() {
@@ -453,9 +453,7 @@ pub fn final_flush(after: Option<fn()>) {
             // Kept, as a running monitor is: the stats stay mapped.
             *lock_monitor() = Some(m);
         }
-        if let Some(after) = after {
-            after();
-        }
+        run_after(after);
         return;
     }
     // Acquire: pairs with the monitor thread's Release.

@@ -8,6 +8,14 @@ mod common;
 use std::collections::BTreeSet;
 use std::process::{Command, Stdio};
 
+/// `corral run --quiet` on the library under test.
+fn corral_run() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_corral"));
+    cmd.env("CORRAL_PRELOAD", common::preload())
+        .args(["run", "--quiet"]);
+    cmd
+}
+
 /// A `Cpus_allowed_list` value ("0-1,4") as a set.
 fn cpu_list(s: &str) -> BTreeSet<u32> {
     let mut out = BTreeSet::new();
@@ -63,16 +71,14 @@ fn the_monitor_runs_off_the_cores_of_confined_threads() {
         eprintln!("skipped: one CPU, so no core is left off the SSC");
         return;
     }
-    let lib = common::preload();
     let dir = std::env::temp_dir().join(format!("corral-monitor-place.{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let exe = dir.join("hot_lock");
     assert!(common::build_hot_lock(&exe), "cc failed on hot_lock.c");
     // --max-ssc 1: the search never takes every core, so the program's 8
     // hot threads are confined to one CPU once they qualify.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_corral"))
-        .env("CORRAL_PRELOAD", &lib)
-        .args(["run", "--quiet", "--max-ssc", "1", "--"])
+    let mut child = corral_run()
+        .args(["--max-ssc", "1", "--"])
         .arg(&exe)
         .args(["8", "4000000"])
         .stdout(Stdio::null())
@@ -134,12 +140,7 @@ fn the_monitor_thread_starts_at_the_first_waits_after_the_programs_first_thread(
         common::build_fixture("first_thread.c", &exe),
         "cc failed on first_thread.c"
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_corral"))
-        .env("CORRAL_PRELOAD", common::preload())
-        .args(["run", "--quiet", "--"])
-        .arg(&exe)
-        .output()
-        .unwrap();
+    let out = corral_run().arg("--").arg(&exe).output().unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
     assert!(
         out.status.success(),
@@ -175,9 +176,8 @@ fn a_program_that_never_called_for_the_monitor_leaves_an_empty_decision_log() {
     let dir = std::env::temp_dir().join(format!("corral-empty-log.{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let log = dir.join("events.jsonl");
-    let out = Command::new(env!("CARGO_BIN_EXE_corral"))
-        .env("CORRAL_PRELOAD", common::preload())
-        .args(["run", "--quiet", "--events"])
+    let out = corral_run()
+        .arg("--events")
         .arg(&log)
         .args(["--", "true"])
         .output()
@@ -216,9 +216,8 @@ fn the_monitor_sees_the_cpus_of_the_thread_that_armed_it_not_its_pinned_ringer()
         "cc failed on pinned_ringer.c"
     );
     let log = dir.join("events.jsonl");
-    let out = Command::new(env!("CARGO_BIN_EXE_corral"))
-        .env("CORRAL_PRELOAD", common::preload())
-        .args(["run", "--quiet", "--events"])
+    let out = corral_run()
+        .arg("--events")
         .arg(&log)
         .arg("--")
         .arg(&exe)

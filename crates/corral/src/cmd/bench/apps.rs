@@ -488,11 +488,7 @@ fn progress(
     let elapsed = started.elapsed().as_secs_f64();
     let left = elapsed / done as f64 * total.saturating_sub(done) as f64;
     let what = match s.status {
-        Status::Ok => format!(
-            "{} {}",
-            short(s.done.units / s.done.seconds.max(1e-9)),
-            app.unit()
-        ),
+        Status::Ok => format!("{} {}", short(s.rate()), app.unit()),
         Status::Timeout => "timeout".into(),
         Status::Failed => format!("failed: {}", s.detail.clone().unwrap_or_default()),
     };

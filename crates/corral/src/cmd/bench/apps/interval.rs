@@ -17,7 +17,7 @@ const MIN_ROUNDS: usize = 3;
 pub(super) fn ratio_interval(glibc: &[Sample], column: &[Sample]) -> Option<(f64, f64)> {
     let rates = |runs: &[Sample]| -> Option<Vec<f64>> {
         runs.iter()
-            .map(|s| (s.status == Status::Ok).then(|| s.done.units / s.done.seconds.max(1e-9)))
+            .map(|s| (s.status == Status::Ok).then(|| s.rate()))
             .collect()
     };
     let (g, c) = (rates(glibc)?, rates(column)?);

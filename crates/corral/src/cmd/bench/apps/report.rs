@@ -106,6 +106,13 @@ pub(super) struct Sample {
     pub(super) detail: Option<String>,
 }
 
+impl Sample {
+    /// Work per second over the program's own time for it.
+    pub(super) fn rate(&self) -> f64 {
+        self.done.units / self.done.seconds.max(1e-9)
+    }
+}
+
 /// The median of `v` (not empty).
 pub(super) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -133,10 +140,7 @@ pub(super) fn point(
         .map(|s| s.status)
         .find(|&s| s != Status::Ok)
         .unwrap_or(Status::Ok);
-    let rates: Vec<f64> = ok
-        .iter()
-        .map(|s| s.done.units / s.done.seconds.max(1e-9))
-        .collect();
+    let rates: Vec<f64> = ok.iter().map(|s| s.rate()).collect();
     let throughput = (status == Status::Ok).then(|| median(rates.clone()));
     let throughput_range = (status == Status::Ok).then(|| {
         let lo = rates.iter().copied().fold(f64::INFINITY, f64::min);
