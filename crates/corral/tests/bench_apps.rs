@@ -49,6 +49,7 @@ fn a_tiny_sweep_reports_every_point_with_work_and_cpu() {
     );
     assert_eq!(doc["apps"].as_array().unwrap().len(), 2);
     assert!(doc["losses"].is_array());
+    assert_eq!(doc["confirm_rounds"], 0);
     let points = doc["points"].as_array().unwrap();
     assert_eq!(points.len(), 2 * 2 * 3, "apps x threads x columns");
     for p in points {
@@ -63,6 +64,7 @@ fn a_tiny_sweep_reports_every_point_with_work_and_cpu() {
             p["unit"].is_string() && p["work"].as_u64().unwrap() > 0,
             "{p}"
         );
+        assert!(p["confirmation"].is_null(), "no --confirm-rounds: {p}");
         let glibc = p["config"] == "glibc";
         assert_eq!(p["lock"].is_null(), glibc, "{p}");
         if glibc {
@@ -93,6 +95,26 @@ fn unknown_names_are_one_line_naming_the_choices() {
         assert!(
             err.contains(flag) && err.contains(value) && err.contains(allowed),
             "{err}"
+        );
+    }
+}
+
+#[test]
+fn confirmation_rounds_without_an_interval_or_the_default_are_refused_before_running() {
+    for (args, says) in [
+        (&["--repeat", "2"][..], "needs --repeat 3 or more"),
+        (&["--repeat", "3", "--locks", "mcs"][..], "no `default`"),
+    ] {
+        let out = bench_apps(&[&["--confirm-rounds", "4"][..], args].concat());
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("--confirm-rounds 4") && err.contains(says),
+            "{args:?}: {err}"
+        );
+        assert!(
+            !err.contains("runs of about"),
+            "refused before running: {err}"
         );
     }
 }

@@ -4,11 +4,13 @@
 //! counts, side by side in one invocation. The table users judge corral by.
 
 pub(crate) mod catalog;
+mod confirm;
 pub(crate) mod fixture;
 mod interval;
 mod measure;
 mod pin;
 mod report;
+mod rounds;
 mod scaling;
 
 use std::path::PathBuf;
@@ -24,7 +26,8 @@ use catalog::{App, Column};
 use fixture::Fixture;
 use measure::{loadavg, Bench};
 use pin::{parse_pin_cpus, PinCpus};
-use report::{loss_of, point, print_app, short, verdict, AppPoint, Loss, Sample, Status};
+use report::{loss_of, point, print_app, verdict, AppPoint, Loss, Sample};
+use rounds::{confirm_point, run_rounds, Point, Progress};
 
 /// A run longer than this many times --duration-ms, plus
 /// `TIMEOUT_ALLOWANCE_MS` for a loaded machine, is killed and its point
@@ -97,6 +100,12 @@ THE VERDICT
   shows the 95% interval of its ratio (a bootstrap over the repeats' rounds,
   each run side by side), and the verdict counts the losses whose interval
   lies wholly below 0.95x. Marked losses still count.
+  With --confirm-rounds R, a point whose interval reaches both sides of
+  0.95x (its first rounds cannot tell a loss from a pass) runs every column
+  again, --repeat rounds at a time, until the interval lies on one side or R
+  rounds are added. The ratio before and after is printed under its table.
+  Points clear of the bar, above or below, are not run again: a chance loss
+  is not re-drawn any more than a chance pass.
   Where one lock is all the work (sysbench-mutex), the default must also keep
   0.8x of its own 1-thread rate at every count. That is measured with every
   count given the 1-thread point's work, the default alone, side by side
@@ -109,6 +118,8 @@ EXAMPLES
   corral bench apps                                  the whole table (minutes)
   corral bench apps --apps sysbench-mutex --threads 1,4,64 --locks default,mcs
   corral bench apps --repeat 3 --report apps.json    medians of 3, JSON kept
+  corral bench apps --locks default --repeat 7 --confirm-rounds 14 --with-control
+                                                     the acceptance table
   corral bench apps --apps stress-ng-mutex --pin-cpus 0 --locks default
                                                      one CPU, low noise")]
 pub(crate) struct BenchAppsArgs {
@@ -131,6 +142,16 @@ pub(crate) struct BenchAppsArgs {
     /// the repeat before.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=99))]
     pub(crate) repeat: u32,
+    /// Up to this many more rounds at each point whose first --repeat
+    /// rounds leave the default's verdict open: its 95% interval reaches
+    /// both sides of 0.95x glibc. Every column runs again side by side,
+    /// --repeat rounds at a time, until the interval lies on one side or
+    /// the rounds are spent; the table shows the medians over all rounds
+    /// and lists each such point's ratio before and after. Points clear of
+    /// the bar either way get none. 0: off. Needs --repeat 3 or more and
+    /// the default among --locks.
+    #[arg(long, value_name = "ROUNDS", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=500))]
+    pub(crate) confirm_rounds: u32,
     /// Also run each program without corral a second time (column
     /// `glibc-again`): its ratio to glibc is the machine's noise at that
     /// point, and a loss no farther from 1x than it is marked so in the
@@ -247,6 +268,10 @@ struct AppsReport {
     duration_ms: u64,
     /// Runs per point.
     repeat: u32,
+    /// --confirm-rounds: the most rounds added to a point whose first
+    /// rounds left the default's verdict open (each such point says what
+    /// it was given in its `confirmation`).
+    confirm_rounds: u32,
     /// The thread counts.
     threads: Vec<u32>,
     /// The columns, glibc first.
@@ -293,6 +318,18 @@ pub(crate) fn run(args: BenchAppsArgs) -> Result<(), CliError> {
             ));
         }
     }
+    if args.confirm_rounds > 0 && args.repeat < 3 {
+        return Err(CliError(format!(
+            "--confirm-rounds {} needs --repeat 3 or more: the open verdicts it settles are read from a 95% interval over the rounds, and {} round(s) give none",
+            args.confirm_rounds, args.repeat
+        )));
+    }
+    if args.confirm_rounds > 0 && !args.locks.0.contains(&Column::Default) {
+        return Err(CliError(format!(
+            "--confirm-rounds {} settles the default's verdicts, and --locks has no `default`",
+            args.confirm_rounds
+        )));
+    }
     let mut columns = vec![Column::Glibc];
     columns.extend(args.locks.0.iter().copied());
     if args.with_control {
@@ -327,6 +364,13 @@ pub(crate) fn run(args: BenchAppsArgs) -> Result<(), CliError> {
         args.duration_ms,
         (estimate_s / 60.0).ceil()
     );
+    if args.confirm_rounds > 0 {
+        let most = apps.len() * args.threads.len() * columns.len() * args.confirm_rounds as usize;
+        eprintln!(
+            "corral bench apps: and up to {} more rounds at each point whose verdict the first {} leave open (at most {most} more runs; the progress lines count them as they start)",
+            args.confirm_rounds, args.repeat
+        );
+    }
     if let Some(pin) = &args.pin_cpus {
         eprintln!(
             "corral bench apps: every run on CPUs {} (taskset -c)",
@@ -346,10 +390,14 @@ pub(crate) fn run(args: BenchAppsArgs) -> Result<(), CliError> {
         limit: Duration::from_millis(args.duration_ms * TIMEOUT_FACTOR + TIMEOUT_ALLOWANCE_MS),
         pin: args.pin_cpus.clone(),
     };
-    let started = Instant::now();
+    let mut progress = Progress {
+        done: 0,
+        total,
+        started: Instant::now(),
+    };
     let mut points: Vec<AppPoint> = Vec::new();
     let mut same_work: Vec<AppPoint> = Vec::new();
-    let mut done = 0usize;
+    let default_at = columns.iter().position(|&c| c == Column::Default);
     for &app in apps {
         let mut work_one = None;
         for &n in args.threads.iter() {
@@ -358,21 +406,40 @@ pub(crate) fn run(args: BenchAppsArgs) -> Result<(), CliError> {
                 work_one = Some(work);
             }
             let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); columns.len()];
-            // Repeats go round all columns, so drift hits every column alike.
-            for r in 0..args.repeat {
-                for i in round_order(r, columns.len()) {
-                    let c = columns[i];
-                    let s = bench.sample(app, c, n, work)?;
-                    done += 1;
-                    progress(done, total, started, app, n, c.name(), &s);
-                    samples[i].push(s);
-                }
-            }
+            let at = Point {
+                app,
+                threads: n,
+                work,
+            };
+            let mut sample = |c: Column| bench.sample(app, c, n, work);
+            run_rounds(
+                &mut sample,
+                at,
+                &columns,
+                0..args.repeat,
+                &mut samples,
+                &mut progress,
+            )?;
+            let confirmation = match default_at {
+                Some(d) if args.confirm_rounds > 0 => confirm_point(
+                    &mut sample,
+                    at,
+                    &columns,
+                    d,
+                    (args.repeat, args.confirm_rounds),
+                    &mut samples,
+                    &mut progress,
+                )?,
+                _ => None,
+            };
             let glibc = point(app, n, Column::Glibc, work, &samples[0], None);
             points.push(glibc.clone());
             for (i, &c) in columns.iter().enumerate().skip(1) {
                 let mut p = point(app, n, c, work, &samples[i], Some(&glibc));
                 p.ratio_interval = interval::ratio_interval(&samples[0], &samples[i]);
+                if Some(i) == default_at {
+                    p.confirmation = confirmation.clone();
+                }
                 points.push(p);
             }
         }
@@ -380,10 +447,7 @@ pub(crate) fn run(args: BenchAppsArgs) -> Result<(), CliError> {
             work_one,
             scaling::wants_same_work(app, &args.threads, &columns),
         ) {
-            let seen = |n: u32, s: &Sample| {
-                done += 1;
-                progress(done, total, started, app, n, "default, 1-thread work", s);
-            };
+            let seen = |n: u32, s: &Sample| progress.seen(app, n, "default, 1-thread work", s);
             same_work.extend(scaling::same_work(
                 &bench,
                 app,
@@ -415,6 +479,7 @@ pub(crate) fn run(args: BenchAppsArgs) -> Result<(), CliError> {
         loadavg_end: loadavg(),
         duration_ms: args.duration_ms,
         repeat: args.repeat,
+        confirm_rounds: args.confirm_rounds,
         threads: args.threads.to_vec(),
         configs: columns.iter().map(|c| c.name()).collect(),
         apps: apps
@@ -475,55 +540,9 @@ pub(crate) fn run(args: BenchAppsArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// One progress line on stderr: the run just done and the time left.
-fn progress(
-    done: usize,
-    total: usize,
-    started: Instant,
-    app: App,
-    threads: u32,
-    column: &str,
-    s: &Sample,
-) {
-    let elapsed = started.elapsed().as_secs_f64();
-    let left = elapsed / done as f64 * total.saturating_sub(done) as f64;
-    let what = match s.status {
-        Status::Ok => format!("{} {}", short(s.rate()), app.unit()),
-        Status::Timeout => "timeout".into(),
-        Status::Failed => format!("failed: {}", s.detail.clone().unwrap_or_default()),
-    };
-    eprintln!(
-        "[{done}/{total}, ~{left:.0} s left] {} {threads} threads {column}: {what}, cpu {:.3} s",
-        app.name(),
-        s.cpu_s
-    );
-}
-
-/// The columns' order in repeat `r` of `n` columns: rotated by one each
-/// repeat, so that over `n` repeats each column runs once in each place.
-/// A place can favour its column: the first runs right after the sizing
-/// probes, the others each after a heavier or lighter column.
-fn round_order(r: u32, n: usize) -> impl Iterator<Item = usize> {
-    (0..n).map(move |i| (i + r as usize) % n)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn over_as_many_repeats_as_columns_each_runs_once_in_each_place() {
-        let n = 3;
-        let rounds: Vec<Vec<usize>> = (0..3).map(|r| round_order(r, n).collect()).collect();
-        assert_eq!(rounds, [[0, 1, 2], [1, 2, 0], [2, 0, 1]]);
-        for place in 0..n {
-            let mut at_place: Vec<usize> = rounds.iter().map(|round| round[place]).collect();
-            at_place.sort_unstable();
-            assert_eq!(at_place, [0, 1, 2], "place {place}");
-        }
-        // A single repeat keeps the columns' own order.
-        assert_eq!(round_order(0, 4).collect::<Vec<_>>(), [0, 1, 2, 3]);
-    }
 
     #[test]
     fn lists_parse_and_errors_name_the_choices() {

@@ -5,6 +5,7 @@ use corral_runtime::config::RuntimeConfig;
 use serde::Serialize;
 
 use super::catalog::{App, Column, Done};
+use super::confirm::describe;
 use crate::cmd::bench::within_noise;
 
 /// A point loses when its throughput is below this share of glibc's...
@@ -77,6 +78,9 @@ pub(crate) struct AppPoint {
     pub(crate) work: u64,
     /// Runs behind the medians.
     pub(crate) repeats: u32,
+    /// With --confirm-rounds, on a default point whose first rounds left
+    /// its verdict open: what those rounds read, and the rounds added.
+    pub(crate) confirmation: Option<super::confirm::Confirmation>,
     /// corral's SSC size at the end of the last run (corral columns).
     pub(crate) ssc_bound: Option<u32>,
     /// Why a point failed.
@@ -183,6 +187,7 @@ pub(super) fn point(
         ratio_vs_own_one_thread: None,
         work,
         repeats: samples.len() as u32,
+        confirmation: None,
         ssc_bound: samples.last().and_then(|s| s.ssc_bound),
         detail: samples.iter().find_map(|s| s.detail.clone()),
     }
@@ -209,6 +214,12 @@ pub(super) fn loss_of(p: &AppPoint) -> Option<String> {
         }
         if let Some(c) = p.control_ratio.filter(|&c| within_noise(r, c)) {
             noise.push(format!("within the machine's noise: glibc-again {c:.2}x"));
+        }
+        if let Some(c) = &p.confirmation {
+            noise.push(format!(
+                "over {} rounds, {} added to settle it",
+                p.repeats, c.added_rounds
+            ));
         }
         if let Some((lo, hi)) = p.ratio_interval {
             noise.push(if hi < MIN_RATIO {
@@ -359,6 +370,20 @@ pub(super) fn print_app(app: App, points: &[AppPoint], threads: &[u32], columns:
         .iter()
         .filter(|p| p.app == app && p.config == Column::Default.name())
         .count();
+    let confirmed: Vec<String> = points
+        .iter()
+        .filter(|p| p.app == app && p.config == Column::Default.name())
+        .filter_map(|p| {
+            let c = p.confirmation.as_ref()?;
+            Some(describe(p.threads, c, p.ratio_vs_glibc, p.ratio_interval))
+        })
+        .collect();
+    if !confirmed.is_empty() {
+        println!(
+            "more rounds where the first left the default's verdict open (--confirm-rounds): {}",
+            confirmed.join("; ")
+        );
+    }
     println!("{}", verdict(&losses, measured));
     if let Some(line) = noise(app, points) {
         println!("{line}");

@@ -47,7 +47,7 @@ pub(super) fn same_work(
 ) -> Result<Vec<AppPoint>, CliError> {
     let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); threads.len()];
     for r in 0..repeat {
-        for i in super::round_order(r, threads.len()) {
+        for i in super::rounds::round_order(r, threads.len()) {
             let s = bench.sample(app, Column::Default, threads[i], work_one)?;
             seen(threads[i], &s);
             samples[i].push(s);
