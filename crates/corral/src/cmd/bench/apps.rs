@@ -26,7 +26,9 @@ use catalog::{App, Column};
 use fixture::Fixture;
 use measure::{loadavg, Bench};
 use pin::{parse_pin_cpus, PinCpus};
-use report::{loss_of, point, print_app, verdict, AppPoint, Loss, Sample};
+use report::{
+    control_below_bar, control_line, loss_of, point, print_app, verdict, AppPoint, Loss, Sample,
+};
 use rounds::{confirm_point, run_rounds, Point, Progress};
 
 /// A run longer than this many times --duration-ms, plus
@@ -106,6 +108,9 @@ THE VERDICT
   rounds are added. The ratio before and after is printed under its table.
   Points clear of the bar, above or below, are not run again: a chance loss
   is not re-drawn any more than a chance pass.
+  With --with-control the last line counts the points where glibc-again,
+  glibc against itself, reads under 0.95x: how often noise alone fails the
+  bar in the same runs.
   Where one lock is all the work (sysbench-mutex), the default must also keep
   0.8x of its own 1-thread rate at every count. That is measured with every
   count given the 1-thread point's work, the default alone, side by side
@@ -286,6 +291,9 @@ struct AppsReport {
     own_rate_same_work: Vec<AppPoint>,
     /// Where corral's default loses.
     losses: Vec<Loss>,
+    /// With --with-control: where glibc against itself reads under the
+    /// default's bar (0.95x), the rate at which noise alone fails it.
+    control_below_bar: Vec<Loss>,
 }
 
 /// Runs the sweep and prints the tables (or the JSON document).
@@ -472,6 +480,7 @@ pub(crate) fn run(args: BenchAppsArgs) -> Result<(), CliError> {
             })
         })
         .collect();
+    let control_below_bar = control_below_bar(&points);
     let report = AppsReport {
         cpus: corral_runtime::affinity::allowed_cpus().len(),
         pin_cpus: args.pin_cpus.as_ref().map(|p| p.cpus().to_vec()),
@@ -494,6 +503,7 @@ pub(crate) fn run(args: BenchAppsArgs) -> Result<(), CliError> {
         points,
         own_rate_same_work: same_work,
         losses,
+        control_below_bar,
     };
     let text = serde_json::to_string_pretty(&report)?;
     if let (Some(mut file), Some(path)) = (report_file, &args.report) {
@@ -537,6 +547,14 @@ pub(crate) fn run(args: BenchAppsArgs) -> Result<(), CliError> {
         .count();
     println!();
     println!("overall {}", verdict(&all, measured));
+    if args.with_control {
+        let controls = report
+            .points
+            .iter()
+            .filter(|p| p.config == Column::GlibcAgain.name())
+            .count();
+        println!("{}", control_line(&report.control_below_bar, controls));
+    }
     Ok(())
 }
 

@@ -241,6 +241,42 @@ pub(super) fn loss_of(p: &AppPoint) -> Option<String> {
     }
 }
 
+/// The glibc-again points whose throughput reads under [`MIN_RATIO`]x
+/// glibc's: glibc against itself, judged by the default's bar. How often
+/// the machine's noise alone fails the bar, beside the default's losses.
+pub(super) fn control_below_bar(points: &[AppPoint]) -> Vec<Loss> {
+    points
+        .iter()
+        .filter(|p| p.config == Column::GlibcAgain.name() && p.status == Status::Ok)
+        .filter_map(|p| {
+            let r = p.ratio_vs_glibc.filter(|&r| r < MIN_RATIO)?;
+            Some(Loss {
+                app: p.app,
+                threads: p.threads,
+                why: format!("glibc-again {r:.2}x"),
+            })
+        })
+        .collect()
+}
+
+/// The line under the overall verdict for [`control_below_bar`]'s `below`
+/// out of `measured` glibc-again points.
+pub(super) fn control_line(below: &[Loss], measured: usize) -> String {
+    let named: Vec<String> = below
+        .iter()
+        .map(|l| format!("{}@{} {}", l.app.name(), l.threads, l.why))
+        .collect();
+    let list = if named.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", named.join("; "))
+    };
+    format!(
+        "the machine's noise: glibc against itself (glibc-again) reads under {MIN_RATIO}x at {} of {measured} points{list}",
+        below.len()
+    )
+}
+
 /// How [`loss_of`] marks a loss whose 95% interval lies wholly below
 /// [`MIN_RATIO`]: one the repeats' spread cannot explain.
 const WHOLLY_BELOW: &str = "wholly below the bar";
@@ -487,6 +523,25 @@ mod tests {
             ..glibc
         };
         point(App::Pigz, 4, config, 1, &[s], Some(&glibc))
+    }
+
+    #[test]
+    fn glibc_against_itself_is_judged_by_the_same_bar() {
+        let points = [
+            p(Column::GlibcAgain, Status::Ok, 93.0, 1.0),
+            p(Column::GlibcAgain, Status::Ok, 95.0, 1.0),
+            p(Column::GlibcAgain, Status::Timeout, 0.0, 1.0),
+            // The default's loss is the verdict's, not the noise line's.
+            p(Column::Default, Status::Ok, 90.0, 1.0),
+        ];
+        let below = control_below_bar(&points);
+        assert_eq!(below.len(), 1);
+        assert_eq!(below[0].why, "glibc-again 0.93x");
+        assert_eq!(
+            control_line(&below, 3),
+            "the machine's noise: glibc against itself (glibc-again) reads under 0.95x at 1 of 3 points: pigz@4 glibc-again 0.93x"
+        );
+        assert!(control_line(&[], 3).ends_with("at 0 of 3 points"));
     }
 
     #[test]
