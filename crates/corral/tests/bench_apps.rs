@@ -102,8 +102,8 @@ fn unknown_names_are_one_line_naming_the_choices() {
 #[test]
 fn confirmation_rounds_without_an_interval_or_the_default_are_refused_before_running() {
     for (args, says) in [
-        (&["--repeat", "2"][..], "needs --repeat 3 or more"),
-        (&["--repeat", "3", "--locks", "mcs"][..], "no `default`"),
+        (&["--repeat", "4"][..], "needs --repeat 5 or more"),
+        (&["--repeat", "5", "--locks", "mcs"][..], "no `default`"),
     ] {
         let out = bench_apps(&[&["--confirm-rounds", "4"][..], args].concat());
         assert!(!out.status.success());

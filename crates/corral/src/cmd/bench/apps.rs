@@ -98,7 +98,7 @@ THE VERDICT
   --repeat, a throughput loss whose median lies inside glibc's own range over
   its repeats is marked so (glibc's run-to-run noise is that wide there),
   and with --with-control one no farther from 1x than glibc-again's ratio is
-  marked \"within the machine's noise\". With 3 repeats or more each loss
+  marked \"within the machine's noise\". With 5 repeats or more each loss
   shows the 95% interval of its ratio (a bootstrap over the repeats' rounds,
   each run side by side), and the verdict counts the losses whose interval
   lies wholly below 0.95x. Marked losses still count.
@@ -153,7 +153,7 @@ pub(crate) struct BenchAppsArgs {
     /// --repeat rounds at a time, until the interval lies on one side or
     /// the rounds are spent; the table shows the medians over all rounds
     /// and lists each such point's ratio before and after. Points clear of
-    /// the bar either way get none. 0: off. Needs --repeat 3 or more and
+    /// the bar either way get none. 0: off. Needs --repeat 5 or more and
     /// the default among --locks.
     #[arg(long, value_name = "ROUNDS", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=500))]
     pub(crate) confirm_rounds: u32,
@@ -326,10 +326,10 @@ pub(crate) fn run(args: BenchAppsArgs) -> Result<(), CliError> {
             ));
         }
     }
-    if args.confirm_rounds > 0 && args.repeat < 3 {
+    if args.confirm_rounds > 0 && (args.repeat as usize) < interval::MIN_ROUNDS {
         return Err(CliError(format!(
-            "--confirm-rounds {} needs --repeat 3 or more: the open verdicts it settles are read from a 95% interval over the rounds, and {} round(s) give none",
-            args.confirm_rounds, args.repeat
+            "--confirm-rounds {} needs --repeat {} or more: the open verdicts it settles are read from a 95% interval over the rounds, and {} round(s) give none",
+            args.confirm_rounds, interval::MIN_ROUNDS, args.repeat
         )));
     }
     if args.confirm_rounds > 0 && !args.locks.0.contains(&Column::Default) {

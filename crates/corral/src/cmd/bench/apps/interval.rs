@@ -8,8 +8,12 @@ use super::report::{median, Sample, Status};
 
 /// Resamples drawn.
 const DRAWS: usize = 2000;
-/// Rounds below this say too little to resample.
-const MIN_ROUNDS: usize = 3;
+/// Rounds below this say too little to resample: the median of 3 rounds'
+/// resamples can only be one of their 3 rates, so a 3-round interval is
+/// as narrow as those rates are close (3 rounds put git grep at 4 threads
+/// at 0.91-0.95x, wholly below the bar; 21 rounds of a full table, at
+/// 0.94-0.99x).
+pub(super) const MIN_ROUNDS: usize = 5;
 
 /// The 95% interval of `column`'s median throughput over `glibc`'s, where
 /// `glibc[r]` and `column[r]` ran in round `r`; `None` with fewer than
@@ -85,10 +89,14 @@ mod tests {
 
     #[test]
     fn too_few_rounds_or_a_failed_run_give_none() {
-        let glibc = runs(&[100.0, 100.0]);
-        assert_eq!(ratio_interval(&glibc, &runs(&[90.0, 90.0])), None);
-        let glibc = runs(&[100.0, 100.0, 100.0]);
-        let mut col = runs(&[90.0, 90.0, 90.0]);
+        let glibc = runs(&[100.0, 101.0, 99.0, 100.0]);
+        assert_eq!(
+            ratio_interval(&glibc, &runs(&[90.0, 91.0, 89.0, 90.0])),
+            None
+        );
+        let glibc = runs(&[100.0; 5]);
+        let mut col = runs(&[90.0; 5]);
+        assert!(ratio_interval(&glibc, &col).is_some());
         col[1].status = Status::Timeout;
         assert_eq!(ratio_interval(&glibc, &col), None);
     }

@@ -62,7 +62,7 @@ pub(crate) struct AppPoint {
     /// Throughput over glibc's at the same thread count.
     pub(crate) ratio_vs_glibc: Option<f64>,
     /// The 95% interval of `ratio_vs_glibc` over the repeats (a bootstrap
-    /// of the rounds, each run side by side; corral columns, 3 repeats or
+    /// of the rounds, each run side by side; corral columns, 5 repeats or
     /// more).
     pub(crate) ratio_interval: Option<(f64, f64)>,
     /// glibc-again's throughput over glibc's at this point (corral columns,
