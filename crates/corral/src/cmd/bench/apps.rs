@@ -535,11 +535,7 @@ pub(crate) fn run(args: BenchAppsArgs) -> Result<(), CliError> {
             println!("{line}");
         }
     }
-    let all: Vec<String> = report
-        .losses
-        .iter()
-        .map(|l| format!("{}@{} {}", l.app.name(), l.threads, l.why))
-        .collect();
+    let all: Vec<String> = report.losses.iter().map(Loss::named).collect();
     let measured = report
         .points
         .iter()

@@ -57,23 +57,9 @@ impl XorShift {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cmd::bench::apps::catalog::Done;
 
     fn runs(rates: &[f64]) -> Vec<Sample> {
-        rates
-            .iter()
-            .map(|&r| Sample {
-                status: Status::Ok,
-                done: Done {
-                    units: r,
-                    seconds: 1.0,
-                },
-                wall_s: 1.0,
-                cpu_s: 1.0,
-                ssc_bound: None,
-                detail: None,
-            })
-            .collect()
+        rates.iter().map(|&r| Sample::at_rate(r)).collect()
     }
 
     #[test]

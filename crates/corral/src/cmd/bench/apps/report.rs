@@ -99,6 +99,13 @@ pub(crate) struct Loss {
     pub(crate) why: String,
 }
 
+impl Loss {
+    /// `app@threads why`, as the overall lines name a point.
+    pub(super) fn named(&self) -> String {
+        format!("{}@{} {}", self.app.name(), self.threads, self.why)
+    }
+}
+
 /// One run (or, for git-grep, series of runs) of a point.
 #[derive(Clone, Debug)]
 pub(super) struct Sample {
@@ -114,6 +121,23 @@ impl Sample {
     /// Work per second over the program's own time for it.
     pub(super) fn rate(&self) -> f64 {
         self.done.units / self.done.seconds.max(1e-9)
+    }
+
+    /// For tests: a run that ended well, doing `rate` units in one second
+    /// of wall and CPU time.
+    #[cfg(test)]
+    pub(super) fn at_rate(rate: f64) -> Self {
+        Sample {
+            status: Status::Ok,
+            done: Done {
+                units: rate,
+                seconds: 1.0,
+            },
+            wall_s: 1.0,
+            cpu_s: 1.0,
+            ssc_bound: None,
+            detail: None,
+        }
     }
 }
 
@@ -262,10 +286,7 @@ pub(super) fn control_below_bar(points: &[AppPoint]) -> Vec<Loss> {
 /// The line under the overall verdict for [`control_below_bar`]'s `below`
 /// out of `measured` glibc-again points.
 pub(super) fn control_line(below: &[Loss], measured: usize) -> String {
-    let named: Vec<String> = below
-        .iter()
-        .map(|l| format!("{}@{} {}", l.app.name(), l.threads, l.why))
-        .collect();
+    let named: Vec<String> = below.iter().map(Loss::named).collect();
     let list = if named.is_empty() {
         String::new()
     } else {
@@ -563,17 +584,7 @@ mod tests {
         );
         // glibc's repeats at 80 and 100: a median of 90 is a loss inside
         // glibc's own noise, and the verdict says so.
-        let run = |units: f64| Sample {
-            status: Status::Ok,
-            done: Done {
-                units,
-                seconds: 1.0,
-            },
-            wall_s: 1.0,
-            cpu_s: 1.0,
-            ssc_bound: None,
-            detail: None,
-        };
+        let run = Sample::at_rate;
         let glibc = point(
             App::Pigz,
             4,
@@ -652,15 +663,8 @@ mod tests {
     #[test]
     fn cpu_is_compared_per_unit_of_work_done() {
         let run = |units: f64, cpu_s: f64| Sample {
-            status: Status::Ok,
-            done: Done {
-                units,
-                seconds: 1.0,
-            },
-            wall_s: 1.0,
             cpu_s,
-            ssc_bound: None,
-            detail: None,
+            ..Sample::at_rate(units)
         };
         let glibc = point(
             App::StressNgMutex,

@@ -125,21 +125,6 @@ pub(super) fn round_order(r: u32, n: usize) -> impl Iterator<Item = usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cmd::bench::apps::catalog::Done;
-
-    fn run(rate: f64) -> Sample {
-        Sample {
-            status: Status::Ok,
-            done: Done {
-                units: rate,
-                seconds: 1.0,
-            },
-            wall_s: 1.0,
-            cpu_s: 1.0,
-            ssc_bound: None,
-            detail: None,
-        }
-    }
 
     fn quiet_progress() -> Progress {
         Progress {
@@ -165,7 +150,7 @@ mod tests {
     ) -> (Option<Confirmation>, usize) {
         let mut next = default_rates.iter().copied().cycle();
         let mut sample = |c: Column| {
-            Ok(run(if c == Column::Glibc {
+            Ok(Sample::at_rate(if c == Column::Glibc {
                 100.0
             } else {
                 next.next().unwrap()

@@ -147,23 +147,11 @@ fn listed(app: App, ratios: &[(u32, f64)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cmd::bench::apps::catalog::Done;
-    use crate::cmd::bench::apps::report::{point, Sample, Status};
+    use crate::cmd::bench::apps::report::{point, Sample};
 
     /// `app`'s point at `threads` in `column`, at `rate` units a second.
     fn at(app: App, threads: u32, column: Column, rate: f64) -> AppPoint {
-        let run = Sample {
-            status: Status::Ok,
-            done: Done {
-                units: rate,
-                seconds: 1.0,
-            },
-            wall_s: 1.0,
-            cpu_s: 1.0,
-            ssc_bound: None,
-            detail: None,
-        };
-        point(app, threads, column, 1, &[run], None)
+        point(app, threads, column, 1, &[Sample::at_rate(rate)], None)
     }
 
     #[test]
