@@ -86,6 +86,9 @@ HOW A POINT IS MEASURED
   longer than 20x --duration-ms + 10 s is killed and shown as `timeout`; one
   that fails is shown as `failed`. Other load on the machine moves every
   figure: the load average is printed at both ends.
+  The table shows medians; the JSON document (--json, --report) also keeps
+  every run of each point in round order (`runs`: throughput, wall and CPU
+  seconds), where runs that fall in two groups show.
   With --pin-cpus every column runs under `taskset -c LIST`, so glibc and
   corral meet the same placement: left to the kernel on 2 CPUs, stress-ng's
   runs spread about 0.75-1.10x of their median under glibc alone; pinned to

@@ -85,6 +85,22 @@ pub(crate) struct AppPoint {
     pub(crate) ssc_bound: Option<u32>,
     /// Why a point failed.
     pub(crate) detail: Option<String>,
+    /// Every run behind the medians, in the order the rounds ran: a point
+    /// whose runs fall in two groups (sysbench threads at 64 threads has
+    /// runs that take 2-3 times the others, under glibc too) shows it here,
+    /// where its median and range cannot.
+    pub(crate) runs: Vec<RunFigures>,
+}
+
+/// One run's figures (for git-grep, one series of runs).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub(crate) struct RunFigures {
+    /// Work per second; none unless the run ended well.
+    pub(crate) throughput: Option<f64>,
+    /// Wall time, seconds.
+    pub(crate) wall_s: f64,
+    /// User+sys CPU time of the program and its children, seconds.
+    pub(crate) cpu_s: f64,
 }
 
 /// A point where corral's default loses to glibc.
@@ -214,6 +230,14 @@ pub(super) fn point(
         confirmation: None,
         ssc_bound: samples.last().and_then(|s| s.ssc_bound),
         detail: samples.iter().find_map(|s| s.detail.clone()),
+        runs: samples
+            .iter()
+            .map(|s| RunFigures {
+                throughput: (s.status == Status::Ok).then(|| s.rate()),
+                wall_s: s.wall_s,
+                cpu_s: s.cpu_s,
+            })
+            .collect(),
     }
 }
 
@@ -692,6 +716,40 @@ mod tests {
         let costly = default(run(100.0, 1.5));
         assert_eq!(costly.cpu_ratio_vs_glibc, Some(1.5));
         assert_eq!(loss_of(&costly).unwrap(), "cpu 1.50x at throughput 1.00x");
+    }
+
+    #[test]
+    fn a_point_keeps_every_run_in_round_order_with_none_for_a_failed_one() {
+        let runs = [
+            Sample::at_rate(100.0),
+            Sample {
+                status: Status::Failed,
+                cpu_s: 0.5,
+                ..Sample::at_rate(80.0)
+            },
+            Sample {
+                wall_s: 2.5,
+                ..Sample::at_rate(40.0)
+            },
+        ];
+        let pt = point(App::Pigz, 4, Column::Glibc, 1, &runs, None);
+        let figures = |throughput, wall_s, cpu_s| RunFigures {
+            throughput,
+            wall_s,
+            cpu_s,
+        };
+        assert_eq!(
+            pt.runs,
+            [
+                figures(Some(100.0), 1.0, 1.0),
+                figures(None, 1.0, 0.5),
+                figures(Some(40.0), 2.5, 1.0),
+            ]
+        );
+        // In the JSON document, a failed run's throughput is null.
+        let json = serde_json::to_value(&pt).unwrap();
+        assert!(json["runs"][1]["throughput"].is_null());
+        assert_eq!(json["runs"][2]["wall_s"], 2.5);
     }
 
     #[test]
