@@ -45,4 +45,35 @@ for src in tests/c/*.c; do
         echo "ok   $name ($(echo "$expected" | wc -l) lines, 9 algorithms x 2 policies)"
     fi
 done
+# tests/c-deferred: programs for `corral run --load-after-contended`, which
+# keeps a process on glibc's locks until contention loads corral: run under
+# corral run (its shim and environment), each parking algorithm and policy;
+# each prints "ok" and exits 0 (without the flag it fails: corral loads at
+# once).
+corral=target/release/corral
+if [[ ! -x $corral ]]; then
+    cargo build --release -q -p corral -p corral-shim
+fi
+for src in tests/c-deferred/*.c; do
+    name=$(basename "$src" .c)
+    cc -O2 -Wall -Werror -pthread -o "$out/$name" "$src"
+    bad=0
+    for alg in futex adaptive; do
+        for policy in none lca; do
+            set +e
+            got=$(timeout 60 "$corral" run --quiet --lock "$alg" --policy "$policy" \
+                --load-after-contended 1000 -- "$out/$name")
+            rc=$?
+            set -e
+            if [[ $rc != 0 || $got != ok ]]; then
+                echo "FAIL $name --lock $alg --policy $policy --load-after-contended 1000 (exit $rc): $got"
+                failed=1
+                bad=1
+            fi
+        done
+    done
+    if [[ $bad == 0 ]]; then
+        echo "ok   $name (2 algorithms x 2 policies, deferred load)"
+    fi
+done
 exit $failed

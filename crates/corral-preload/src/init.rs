@@ -234,6 +234,21 @@ pub unsafe extern "C" fn pthread_create(
     rc
 }
 
+/// Starts the monitor where the process made its threads before this
+/// library loaded: `libcorral_shim.so` calls it after a load that
+/// `corral run --load-after-contended` deferred until contention, when
+/// the program's threads are already running (glibc made them, so the
+/// first `pthread_create`, which starts the monitor, was never seen here).
+#[no_mangle]
+pub extern "C" fn corral_preload_late_start() {
+    if monitor_pending() {
+        // Found now, so that no lock call of the running threads enters
+        // the dynamic linker (which may allocate).
+        let _ = real();
+        start_monitor();
+    }
+}
+
 /// The process `corral run` started (not a grandchild that inherited the
 /// environment): it alone writes the stats file and the decision log.
 /// Read without allocating: it runs at every exec.

@@ -33,7 +33,7 @@ pub use cond::{
     pthread_cond_broadcast, pthread_cond_clockwait, pthread_cond_destroy, pthread_cond_init,
     pthread_cond_signal, pthread_cond_timedwait, pthread_cond_wait,
 };
-pub use init::pthread_create;
+pub use init::{corral_preload_late_start, pthread_create};
 pub use mutex::{
     pthread_mutex_clocklock, pthread_mutex_destroy, pthread_mutex_init, pthread_mutex_lock,
     pthread_mutex_timedlock, pthread_mutex_trylock, pthread_mutex_unlock,

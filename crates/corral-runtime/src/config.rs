@@ -53,6 +53,11 @@ pub const ENV_SHIM_TARGET: &str = "CORRAL_SHIM_TARGET";
 /// [`ENV_PARENT_PID`] as a C string, for `getenv` where nothing may
 /// allocate (the preload reads it at every exec).
 pub const ENV_PARENT_PID_C: &core::ffi::CStr = c"CORRAL_PARENT_PID";
+/// Contended `pthread_mutex_lock` calls a process makes on glibc's locks
+/// before `libcorral_shim.so` loads the full library (unset or 0: at the
+/// first interposed call). Read by the shim at exec
+/// ([`RuntimeConfig::load_after_contended`]).
+pub const ENV_LOAD_AFTER_CONTENDED: &str = "CORRAL_LOAD_AFTER_CONTENDED";
 /// The machine's CPU topology as `corral run` read it from sysfs once
 /// (`topology::encode`): every process under it starts its monitor
 /// without reading sysfs again (a dozen files per CPU).
@@ -258,6 +263,8 @@ pub enum Expected {
     ZeroOrOne,
     /// A spin count (32 bits).
     SpinCount,
+    /// A count of lock calls (32 bits), 0 for none.
+    CallCount,
 }
 
 /// The unit of a duration variable.
@@ -310,6 +317,7 @@ impl fmt::Display for Expected {
             Expected::CoreCount => f.write_str("a core count (0 = all)"),
             Expected::ZeroOrOne => f.write_str("0 or 1"),
             Expected::SpinCount => f.write_str("a spin count"),
+            Expected::CallCount => f.write_str("a count of lock calls (0 for none)"),
             Expected::Waiting => f.write_str("park or spin"),
         }
     }
@@ -332,6 +340,12 @@ pub struct RuntimeConfig {
     pub waiting: Waiting,
     /// The SSC controller's parameters.
     pub ssc: SscParams,
+    /// Contended `pthread_mutex_lock` calls a process makes on glibc's
+    /// locks before corral's library loads in it; 0: it loads at the first
+    /// interposed call. Only a parking algorithm's mutex words are glibc's,
+    /// so that a mutex glibc locked can be released by corral after the
+    /// load: with another algorithm it must be 0.
+    pub load_after_contended: u32,
 }
 
 impl Default for RuntimeConfig {
@@ -349,6 +363,7 @@ impl Default for RuntimeConfig {
             spin_before_park: DEFAULT_SPIN_BEFORE_PARK,
             waiting: Waiting::Park,
             ssc: SscParams::user_space(),
+            load_after_contended: 0,
         }
     }
 }
@@ -438,6 +453,9 @@ impl RuntimeConfig {
         if let Some(v) = get(ENV_SPIN_BEFORE_PARK) {
             c.spin_before_park = parse_num(ENV_SPIN_BEFORE_PARK, &v, Expected::SpinCount)?;
         }
+        if let Some(v) = get(ENV_LOAD_AFTER_CONTENDED) {
+            c.load_after_contended = parse_num(ENV_LOAD_AFTER_CONTENDED, &v, Expected::CallCount)?;
+        }
         if let Some(v) = get(ENV_WAIT) {
             c.waiting = v
                 .parse()
@@ -475,6 +493,10 @@ impl RuntimeConfig {
             ),
             (ENV_SPIN_BEFORE_PARK, self.spin_before_park.to_string()),
             (ENV_WAIT, self.waiting.name().to_string()),
+            (
+                ENV_LOAD_AFTER_CONTENDED,
+                self.load_after_contended.to_string(),
+            ),
         ]
     }
 }

@@ -53,6 +53,10 @@ mod tests {
             crate::load::ENV_PARENT_PID,
             corral_runtime::config::ENV_PARENT_PID_C
         );
+        assert_eq!(
+            crate::load::ENV_LOAD_AFTER.to_str().unwrap(),
+            corral_runtime::config::ENV_LOAD_AFTER_CONTENDED
+        );
     }
 
     #[test]

@@ -10,20 +10,26 @@ pub(crate) const ENV_TARGET: &CStr = c"CORRAL_SHIM_TARGET";
 /// `corral_runtime::config::ENV_PARENT_PID_C`: set to the pid of `corral
 /// run`, the parent of the process it started.
 pub(crate) const ENV_PARENT_PID: &CStr = c"CORRAL_PARENT_PID";
+/// `corral_runtime::config::ENV_LOAD_AFTER_CONTENDED_C`: where set (by
+/// `corral run --load-after-contended N`, for a parking algorithm only), the
+/// full library loads at the N-th contended `pthread_mutex_lock`, not at
+/// the first interposed call (see `entries::deferred_lock`).
+pub(crate) const ENV_LOAD_AFTER: &CStr = c"CORRAL_LOAD_AFTER_CONTENDED";
 
 /// Fills `targets` from the full library (null where it has no such
 /// name); `mutex_ops` are the indexes of `pthread_mutex_lock`, `_trylock`
 /// and `_unlock`, which get its algorithm's functions. Does nothing (after
 /// one line on stderr) where it cannot be loaded or is not corral's full
 /// library: another library's (or this one's own) functions of these names
-/// could lead straight back here.
+/// could lead straight back here. Returns the full library's
+/// `corral_preload_late_start` (null where it has none or did not load).
 pub(crate) fn load_into<const N: usize>(
     targets: &mut [*const (); N],
     names: &[&CStr; N],
     mutex_ops: [usize; 3],
-) {
+) -> *const () {
     let Some(path) = sys::env(ENV_TARGET) else {
-        return;
+        return core::ptr::null();
     };
     let handle = sys::open_local(path);
     if handle.is_null() {
@@ -33,7 +39,7 @@ pub(crate) fn load_into<const N: usize>(
             b" (no file, or no room in glibc's static TLS: corral run reserves it in \
               GLIBC_TUNABLES); the program runs on glibc's locks\n",
         ]);
-        return;
+        return core::ptr::null();
     }
     // SAFETY: a handle from open_local.
     let ops = unsafe { sys::symbol(handle, c"corral_preload_mutex_ops") };
@@ -44,7 +50,7 @@ pub(crate) fn load_into<const N: usize>(
             b" is not corral's full library (no corral_preload_mutex_ops); \
               the program runs on glibc's locks\n",
         ]);
-        return;
+        return core::ptr::null();
     }
     for (t, name) in targets.iter_mut().zip(names.iter()) {
         // SAFETY: a handle from open_local.
@@ -62,6 +68,8 @@ pub(crate) fn load_into<const N: usize>(
             *t = op;
         }
     }
+    // SAFETY: a handle from open_local.
+    unsafe { sys::symbol(handle, c"corral_preload_late_start") }
 }
 
 /// The pid of `corral run`, if this process is the one it started (its
@@ -70,6 +78,16 @@ pub(crate) fn load_into<const N: usize>(
 pub(crate) fn started_by() -> Option<i32> {
     let parent = sys::env(ENV_PARENT_PID).and_then(|v| parse_pid(v.to_bytes()))?;
     (parent == sys::getppid()).then_some(parent)
+}
+
+/// The contended lock calls to wait for before loading
+/// ([`ENV_LOAD_AFTER`]); 0 (load at the first call) where unset or not a
+/// number.
+pub(crate) fn load_after() -> u32 {
+    sys::env(ENV_LOAD_AFTER)
+        .and_then(|v| parse_pid(v.to_bytes()))
+        .and_then(|n| u32::try_from(n).ok())
+        .unwrap_or(0)
 }
 
 /// Whether there is a full library to load.

@@ -294,9 +294,23 @@ pub(crate) fn ca_summary(r: &RunReport) -> Option<String> {
     ))
 }
 
-/// The human summary printed at exit.
-pub(crate) fn summary(r: &RunReport, stats: Option<&StatsSnapshot>) -> String {
+/// The human summary printed at exit; `load_after_contended` as
+/// `--load-after-contended` gave it.
+pub(crate) fn summary(
+    r: &RunReport,
+    stats: Option<&StatsSnapshot>,
+    load_after_contended: u32,
+) -> String {
     let Some(stats) = stats else {
+        if load_after_contended > 0 {
+            return format!(
+                "corral: exit {}; no stats from PROG: it made fewer than {load_after_contended} \
+                 contended lock calls (--load-after-contended), so corral's library never \
+                 loaded and PROG ran on glibc's locks (or corral's library could not load: a \
+                 static or setuid program, or one that clears LD_PRELOAD)",
+                r.exit_code
+            );
+        }
         return format!(
             "corral: exit {}; no stats from PROG: corral's library did not load (a static or \
              setuid program, or one that clears LD_PRELOAD: then policy {} was not applied) \
