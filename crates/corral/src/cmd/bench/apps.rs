@@ -170,6 +170,12 @@ pub(crate) struct BenchAppsArgs {
     /// -c LIST`: `0`, `0-3`, `0,2,4-7`).
     #[arg(long, value_name = "LIST", value_parser = parse_pin_cpus)]
     pub(crate) pin_cpus: Option<PinCpus>,
+    /// Run the corral columns whose lock parks (default, futex, adaptive)
+    /// as `corral run --load-after-contended N`: each process stays on
+    /// glibc's locks until it has made N contended lock calls. 0: corral
+    /// loads at the first lock call (`corral run`'s default).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub(crate) load_after_contended: u32,
     /// Print the JSON document instead of the tables.
     #[arg(long)]
     pub(crate) json: bool,
@@ -280,6 +286,9 @@ struct AppsReport {
     /// rounds left the default's verdict open (each such point says what
     /// it was given in its `confirmation`).
     confirm_rounds: u32,
+    /// --load-after-contended: the contended lock calls each process of a
+    /// parking corral column made on glibc's locks before corral loaded.
+    load_after_contended: u32,
     /// The thread counts.
     threads: Vec<u32>,
     /// The columns, glibc first.
@@ -400,6 +409,7 @@ pub(crate) fn run(args: BenchAppsArgs) -> Result<(), CliError> {
         preload: Some(preload),
         limit: Duration::from_millis(args.duration_ms * TIMEOUT_FACTOR + TIMEOUT_ALLOWANCE_MS),
         pin: args.pin_cpus.clone(),
+        load_after_contended: args.load_after_contended,
     };
     let mut progress = Progress {
         done: 0,
@@ -492,6 +502,7 @@ pub(crate) fn run(args: BenchAppsArgs) -> Result<(), CliError> {
         duration_ms: args.duration_ms,
         repeat: args.repeat,
         confirm_rounds: args.confirm_rounds,
+        load_after_contended: args.load_after_contended,
         threads: args.threads.to_vec(),
         configs: columns.iter().map(|c| c.name()).collect(),
         apps: apps

@@ -21,6 +21,20 @@ pub(super) struct Bench<'a> {
     pub(super) limit: Duration,
     /// `--pin-cpus`: every run confined to these CPUs.
     pub(super) pin: Option<super::pin::PinCpus>,
+    /// `--load-after-contended`, for the corral columns whose lock parks.
+    pub(super) load_after_contended: u32,
+}
+
+/// `column`'s configuration (none under glibc), with
+/// `--load-after-contended` where its lock parks: a spinning lock's
+/// mutexes are not glibc's, so its processes load corral at once.
+fn run_config(column: Column, load_after_contended: u32) -> Option<RuntimeConfig> {
+    column.config().map(|mut c| {
+        if c.lock.is_parking() {
+            c.load_after_contended = load_after_contended;
+        }
+        c
+    })
 }
 
 impl Bench<'_> {
@@ -41,7 +55,7 @@ impl Bench<'_> {
             ssc_bound: None,
             detail: None,
         };
-        let cfg = column.config();
+        let cfg = run_config(column, self.load_after_contended);
         let lib = cfg.and(self.preload.as_deref());
         for _ in 0..runs {
             if app == App::StressNgMutex {
@@ -228,6 +242,20 @@ mod tests {
             let stall = if stalls.contains(&probe) { 1.0 } else { 0.0 };
             Ok(work as f64 / 400_000.0 + stall)
         }
+    }
+
+    #[test]
+    fn only_parking_columns_defer_the_load() {
+        use corral_locks::Algorithm;
+        let of = |column| run_config(column, 1000).map(|c| c.load_after_contended);
+        assert_eq!(of(Column::Default), Some(1000));
+        assert_eq!(of(Column::Lock(Algorithm::Adaptive)), Some(1000));
+        assert_eq!(of(Column::Lock(Algorithm::Ticket)), Some(0));
+        assert_eq!(of(Column::Glibc), None);
+        assert_eq!(
+            run_config(Column::Default, 0).unwrap().load_after_contended,
+            0
+        );
     }
 
     #[test]
