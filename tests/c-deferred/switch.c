@@ -34,11 +34,18 @@ static int corral_loaded(void) {
     return found;
 }
 
-static void *waiter(void *arg) {
-    pthread_mutex_lock(&m);
-    waiter_got_m = 1;
-    pthread_mutex_unlock(&m);
-    return arg;
+// A thread that takes `mutex`, says so in `got`, and lets it go.
+struct taker {
+    pthread_mutex_t *mutex;
+    atomic_int *got;
+};
+
+static void *take(void *arg) {
+    struct taker *t = arg;
+    pthread_mutex_lock(t->mutex);
+    *t->got = 1;
+    pthread_mutex_unlock(t->mutex);
+    return 0;
 }
 
 // Contends on `hot` until corral's library is loaded (looked for every 256
@@ -51,13 +58,6 @@ static void *hammer(void *arg) {
             ;
         pthread_mutex_unlock(&hot);
     }
-    return arg;
-}
-
-static void *other(void *arg) {
-    pthread_mutex_lock(&r);
-    other_got_r = 1;
-    pthread_mutex_unlock(&r);
     return arg;
 }
 
@@ -82,7 +82,8 @@ int main(void) {
     CHECK(pthread_mutex_lock(&r) == 0 && pthread_mutex_lock(&r) == 0, "glibc locks r twice");
     CHECK(pthread_mutex_lock(&e) == 0, "glibc locks e");
     pthread_t w;
-    pthread_create(&w, 0, waiter, 0);
+    struct taker waiter = {&m, &waiter_got_m};
+    pthread_create(&w, 0, take, &waiter);
     usleep(50000); // the waiter goes to sleep on m in glibc's wait
     CHECK(!corral_loaded(), "still glibc's locks before contention");
 
@@ -102,7 +103,8 @@ int main(void) {
     CHECK(waiter_got_m, "the thread asleep in glibc's wait got m");
 
     pthread_t o;
-    pthread_create(&o, 0, other, 0);
+    struct taker other = {&r, &other_got_r};
+    pthread_create(&o, 0, take, &other);
     usleep(20000);
     CHECK(!other_got_r, "r stays held while glibc's two locks stand");
     CHECK(pthread_mutex_unlock(&r) == 0, "corral's first unlock of r");

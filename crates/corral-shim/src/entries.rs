@@ -194,11 +194,15 @@ const DEFERRABLE: [bool; N] = {
     let mut d = [false; N];
     let mut i = 0;
     while i < N {
-        d[i] = i <= 14 || i == SCHED_YIELD || i == PTHREAD_YIELD;
+        d[i] = i <= LAST_MUTEX_COND_OR_CREATE || i == SCHED_YIELD || i == PTHREAD_YIELD;
         i += 1;
     }
     d
 };
+
+/// The entries table lists the mutex's, the condition variable's and
+/// `pthread_create` first, up to this index (0-14 in `entries!` below).
+const LAST_MUTEX_COND_OR_CREATE: usize = 14;
 
 /// Whether entry `i` stays on glibc for now; if so, points its slot at
 /// glibc's function (`pthread_mutex_lock`'s at [`deferred_lock`]).
@@ -247,7 +251,8 @@ unsafe extern "C" fn deferred_lock(m: *mut core::ffi::c_void) -> i32 {
         // Taken (a recursive relock too), or an error lock would give too.
         return rc;
     }
-    // Relaxed: a count; the load's own protocol orders what follows.
+    // Relaxed: a count, and LOAD_AFTER is set before the program runs;
+    // the load's own protocol orders what follows.
     let n = CONTENDED.fetch_add(1, Ordering::Relaxed).saturating_add(1);
     if n >= LOAD_AFTER.load(Ordering::Relaxed) && ensure_loaded() {
         late_start();

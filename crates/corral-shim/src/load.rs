@@ -10,7 +10,7 @@ pub(crate) const ENV_TARGET: &CStr = c"CORRAL_SHIM_TARGET";
 /// `corral_runtime::config::ENV_PARENT_PID_C`: set to the pid of `corral
 /// run`, the parent of the process it started.
 pub(crate) const ENV_PARENT_PID: &CStr = c"CORRAL_PARENT_PID";
-/// `corral_runtime::config::ENV_LOAD_AFTER_CONTENDED_C`: where set (by
+/// `corral_runtime::config::ENV_LOAD_AFTER_CONTENDED`: where set (by
 /// `corral run --load-after-contended N`, for a parking algorithm only), the
 /// full library loads at the N-th contended `pthread_mutex_lock`, not at
 /// the first interposed call (see `entries::deferred_lock`).
@@ -82,7 +82,7 @@ pub(crate) fn started_by() -> Option<i32> {
 
 /// The contended lock calls to wait for before loading
 /// ([`ENV_LOAD_AFTER`]); 0 (load at the first call) where unset or not a
-/// number.
+/// number. Read as a pid is: at most 10 decimal digits.
 pub(crate) fn load_after() -> u32 {
     sys::env(ENV_LOAD_AFTER)
         .and_then(|v| parse_pid(v.to_bytes()))
