@@ -286,14 +286,16 @@ fn is_entry(p: *const ()) -> bool {
     /// The instruction's length: `ff 25` and a 32-bit displacement.
     const JUMP_LEN: usize = 6;
     let code = p.cast::<u8>();
-    // Six bytes that would cross into the next page are not read: that page
-    // may be unmapped. An entry of this library never crosses one: it is
-    // aligned to 8 bytes at least (the unit test checks two).
-    if (code as usize) % 4096 > 4096 - JUMP_LEN {
+    // Six bytes that cross into the next page are read only where that page
+    // is mapped: a short function at the end of a mapping is not an entry
+    // (an entry's six bytes are all its own), and reading on would fault.
+    // Entries are not aligned: one may cross a page.
+    let crosses = (code as usize) % sys::PAGE > sys::PAGE - JUMP_LEN;
+    if crosses && !sys::page_is_mapped(code as usize + JUMP_LEN - 1) {
         return false;
     }
     // SAFETY: `p` is a function's entry (from dlsym), so its page is mapped
-    // code, and the six bytes lie in that page (checked above).
+    // code, and the six bytes lie in it or in the next page, found mapped.
     let (opcode, disp) = unsafe {
         (
             core::ptr::read_unaligned(code.cast::<[u8; 2]>()),
@@ -414,11 +416,58 @@ mod tests {
     fn the_entry_points_and_nothing_else_count_as_entries() {
         assert!(is_entry(pthread_mutex_lock as *const ()));
         assert!(is_entry(pthread_yield as *const ()));
-        assert_eq!(pthread_mutex_lock as *const () as usize % 8, 0);
-        assert_eq!(pthread_yield as *const () as usize % 8, 0);
         assert!(!is_entry(first_call as *const ()));
         assert!(!is_entry(stub_0 as *const ()));
         let glibcs = sys::next_symbol(c"pthread_mutex_lock");
         assert!(!glibcs.is_null() && !is_entry(glibcs));
+    }
+
+    /// Two pages within a 32-bit displacement of [`SLOTS`]; `jmp qword ptr
+    /// [rip + disp]` into slot 0 written 3 bytes before the second, so
+    /// that its six bytes cross into it.
+    fn jump_across_a_page() -> (*mut u8, *const ()) {
+        let near = SLOTS.as_ptr() as usize & !(sys::PAGE - 1);
+        let base = [1usize << 28, 1 << 29, 1 << 30]
+            .into_iter()
+            .flat_map(|d| [near + d, near - d])
+            .find_map(|hint| {
+                // SAFETY: a fresh private anonymous mapping of two pages, at
+                // `hint` only where nothing is mapped there.
+                let p = unsafe {
+                    libc::mmap(
+                        hint as *mut libc::c_void,
+                        2 * sys::PAGE,
+                        libc::PROT_READ | libc::PROT_WRITE,
+                        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE,
+                        -1,
+                        0,
+                    )
+                };
+                (p != libc::MAP_FAILED).then_some(p)
+            })
+            .expect("two free pages within 1 GiB of the shim's slots");
+        let base = base.cast::<u8>();
+        // SAFETY: inside the mapping.
+        let at = unsafe { base.add(sys::PAGE - 3) };
+        let disp = (SLOTS.as_ptr() as isize - (at as isize + 6)) as i32;
+        let mut code = [0xff, 0x25, 0, 0, 0, 0];
+        code[2..].copy_from_slice(&disp.to_le_bytes());
+        // SAFETY: six bytes inside the mapping.
+        unsafe { core::ptr::copy_nonoverlapping(code.as_ptr(), at, 6) };
+        (base, at.cast_const().cast())
+    }
+
+    #[test]
+    fn an_entry_that_crosses_a_page_is_one_and_an_unmapped_page_is_not_read() {
+        let (base, jump) = jump_across_a_page();
+        assert!(is_entry(jump), "an entry whose jump crosses a page");
+        // The mapping's second page, unmapped: is_entry must not read it (a
+        // read would be SIGSEGV).
+        // SAFETY: a page of the mapping made above, which nothing refers to.
+        let unmapped = unsafe { libc::munmap(base.add(sys::PAGE).cast(), sys::PAGE) };
+        assert_eq!(unmapped, 0);
+        assert!(!is_entry(jump));
+        // SAFETY: the first page, still mapped.
+        unsafe { libc::munmap(base.cast(), sys::PAGE) };
     }
 }

@@ -23,6 +23,7 @@ const SYS_FUTEX: usize = 202;
 const SYS_KILL: usize = 62;
 const SYS_EXIT_GROUP: usize = 231;
 const SYS_PRCTL: usize = 157;
+const SYS_MINCORE: usize = 27;
 const PR_SET_PDEATHSIG: usize = 1;
 const SIGKILL: usize = 9;
 const FUTEX_WAIT_PRIVATE: usize = 128;
@@ -133,6 +134,27 @@ pub(crate) fn die_with_parent(parent: i32) {
 pub(crate) fn gettid() -> i32 {
     // SAFETY: no arguments.
     unsafe { syscall4(SYS_GETTID, 0, 0, 0, 0) as i32 }
+}
+
+/// The page size the shim assumes (x86_64's base page).
+pub(crate) const PAGE: usize = 4096;
+
+/// Whether the page holding `addr` is mapped (`mincore` fails with
+/// `ENOMEM` on an unmapped one), so that reading it cannot fault.
+pub(crate) fn page_is_mapped(addr: usize) -> bool {
+    let mut resident = 0u8;
+    // SAFETY: a page-aligned address and one page; mincore writes one byte
+    // to `resident`, which lives through the call.
+    let ret = unsafe {
+        syscall4(
+            SYS_MINCORE,
+            addr & !(PAGE - 1),
+            PAGE,
+            core::ptr::from_mut(&mut resident) as usize,
+            0,
+        )
+    };
+    ret == 0
 }
 
 /// Sleeps while `*word == expected` (or until a wake, or a signal).
