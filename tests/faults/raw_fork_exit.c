@@ -4,6 +4,11 @@
 // child then hung in exit() for good. The fault is in the monitor, not
 // the lock: two algorithms suffice (64 threads on a few cores would
 // collapse a FIFO spin lock, which is not what this test is about).
+// fault-deferred: no: a child cloned raw while another thread is inside
+// the late load's dlopen inherits ld.so's load lock held, and exit() waits
+// for it in _dl_fini for good (a thread's own dlopen does the same; only
+// async-signal-safe calls are allowed in such a child). Loaded at the
+// first call, corral's dlopen is done before the program's first thread.
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <signal.h>

@@ -42,12 +42,18 @@ if [[ $(id -u) == 0 ]] && id nobody >/dev/null 2>&1; then
     rm -rf "$dir"
 fi
 
-# One thread: loaded, no monitor.
-"$corral" run --report "$scratch/one.json" -- /bin/true 2>"$scratch/one.err"
+# By default a process that never contends stays on glibc's locks: not
+# loaded, and the line says why.
+"$corral" run --report "$scratch/idle.json" -- /bin/true 2>"$scratch/idle.err"
+[[ $(field "$scratch/idle.json" runtime) == no-stats ]] || fail "/bin/true by default reported as $(field "$scratch/idle.json" runtime)"
+grep -q "did not load, as PROG made fewer than 1000 contended" "$scratch/idle.err" || fail "no line says why corral did not load: $(cat "$scratch/idle.err")"
+
+# One thread, loaded at the first lock call: no monitor.
+"$corral" run --load-after-contended 0 --report "$scratch/one.json" -- /bin/true 2>"$scratch/one.err"
 [[ $(field "$scratch/one.json" runtime) == single-threaded ]] || fail "/bin/true reported as $(field "$scratch/one.json" runtime)"
 
 # Threads: monitored; exits are counted apart from decisions.
-"$corral" run --report "$scratch/many.json" -- "$scratch/threads" >/dev/null 2>"$scratch/many.err"
+"$corral" run --load-after-contended 0 --report "$scratch/many.json" -- "$scratch/threads" >/dev/null 2>"$scratch/many.err"
 python3 - "$scratch/many.json" "$scratch/many.err" <<'PY'
 import json, re, sys
 r = json.load(open(sys.argv[1]))
@@ -60,4 +66,4 @@ assert r["exit_count"] == exits and exits >= 6, (r["exit_count"], exits)
 said = int(re.search(r"(\d+) decisions", open(sys.argv[2]).read()).group(1))
 assert said == decisions, f"summary says {said} decisions, the log has {decisions} (and {exits} exits)"
 PY
-echo "static: no-stats; setuid checked: $setuid_checked; /bin/true: single-threaded; exits apart from decisions"
+echo "static: no-stats; setuid checked: $setuid_checked; /bin/true: not loaded by default, single-threaded loaded at once; exits apart from decisions"

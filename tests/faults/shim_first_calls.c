@@ -17,6 +17,7 @@
 // corral run through GLIBC_TUNABLES), placed for every thread at dlopen.
 // The "no room" case aborted when the shim began exporting pthread_yield,
 // which dlsym cannot find in glibc 2.34+.
+// fault-deferred: no: its subject is the load at the first lock call.
 #define _GNU_SOURCE
 #include <stdatomic.h>
 #include <stdio.h>

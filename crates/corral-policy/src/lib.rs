@@ -8,6 +8,7 @@
 pub mod cluster;
 pub mod csf;
 pub mod detect;
+pub mod engage;
 pub mod faithful;
 pub mod model;
 pub mod placement;

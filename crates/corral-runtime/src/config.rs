@@ -342,9 +342,8 @@ pub struct RuntimeConfig {
     pub ssc: SscParams,
     /// Contended `pthread_mutex_lock` calls a process makes on glibc's
     /// locks before corral's library loads in it; 0: it loads at the first
-    /// interposed call. Only a parking algorithm's mutex words are glibc's,
-    /// so that a mutex glibc locked can be released by corral after the
-    /// load: with another algorithm it must be 0.
+    /// interposed call. Applies under a parking algorithm only, whose mutex
+    /// words are glibc's: see [`RuntimeConfig::load_after`].
     pub load_after_contended: u32,
 }
 
@@ -363,7 +362,7 @@ impl Default for RuntimeConfig {
             spin_before_park: DEFAULT_SPIN_BEFORE_PARK,
             waiting: Waiting::Park,
             ssc: SscParams::user_space(),
-            load_after_contended: 0,
+            load_after_contended: corral_policy::engage::LOAD_AFTER_CONTENDED,
         }
     }
 }
@@ -394,6 +393,15 @@ fn parse_duration_ns(
 }
 
 impl RuntimeConfig {
+    /// The contended calls before the load that this configuration's
+    /// processes are given: [`RuntimeConfig::load_after_contended`] under a
+    /// parking algorithm, 0 under another (whose mutexes glibc must not
+    /// lock first).
+    #[must_use]
+    pub fn load_after(&self) -> u32 {
+        corral_policy::engage::load_after(self.load_after_contended, self.lock.is_parking())
+    }
+
     /// Reads a configuration through `get` (the environment, or a map in
     /// tests); absent keys keep their defaults. The error names the
     /// variable, its value and what it accepts.
@@ -493,10 +501,7 @@ impl RuntimeConfig {
             ),
             (ENV_SPIN_BEFORE_PARK, self.spin_before_park.to_string()),
             (ENV_WAIT, self.waiting.name().to_string()),
-            (
-                ENV_LOAD_AFTER_CONTENDED,
-                self.load_after_contended.to_string(),
-            ),
+            (ENV_LOAD_AFTER_CONTENDED, self.load_after().to_string()),
         ]
     }
 }
@@ -519,6 +524,9 @@ mod tests {
         let mut c = RuntimeConfig {
             policy: Policy::None,
             lock: Algorithm::Mcs,
+            // What an MCS configuration's processes are given: the load
+            // at once (its mutexes are not glibc's).
+            load_after_contended: 0,
             ..Default::default()
         };
         c.ssc.confirmations = 3;
@@ -534,6 +542,28 @@ mod tests {
             RuntimeConfig::from_lookup(|k| map.get(k).cloned()).unwrap(),
             c
         );
+    }
+
+    #[test]
+    fn only_a_parking_lock_passes_a_deferred_load_on() {
+        let futex = RuntimeConfig::default();
+        assert_eq!(
+            futex.load_after(),
+            corral_policy::engage::LOAD_AFTER_CONTENDED
+        );
+        let env = |c: &RuntimeConfig| {
+            c.to_env()
+                .into_iter()
+                .find(|(k, _)| *k == ENV_LOAD_AFTER_CONTENDED)
+                .map(|(_, v)| v)
+        };
+        assert_eq!(env(&futex).as_deref(), Some("1000"));
+        let ticket = RuntimeConfig {
+            lock: Algorithm::Ticket,
+            ..Default::default()
+        };
+        assert_eq!(ticket.load_after(), 0);
+        assert_eq!(env(&ticket).as_deref(), Some("0"));
     }
 
     #[test]

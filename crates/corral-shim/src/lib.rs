@@ -6,8 +6,11 @@
 //! never calls one of them (a shell, `/bin/true`: most of what a script
 //! execs) never loads the full library, and pays at its exec for this
 //! library alone: no std, three imported symbols, no constructor work
-//! beyond two `getenv`s. The process `corral run` started loads the full
-//! library at once (its stats file and report).
+//! beyond three `getenv`s. By default (`corral run --load-after-contended`,
+//! 1000) a process stays on glibc's mutexes until it has made that many
+//! contended `pthread_mutex_lock` calls, so that a short run that barely
+//! contends never pays the full library's load; with 0, the process
+//! `corral run` started loads it at once (its stats file and report).
 //!
 //! The full library's thread-local words are initial-exec TLS, so its
 //! `dlopen` must find room in glibc's static TLS surplus (then no thread's
@@ -32,8 +35,9 @@ fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
     sys::abort()
 }
 
-// The constructor: the process `corral run` started loads the full library
-// now, so that its stats file exists even if it never locks.
+// The constructor: reads the deferred-load count; with none, the process
+// `corral run` started loads the full library now, so that its stats file
+// exists even if it never locks.
 #[cfg(not(test))]
 #[used]
 #[link_section = ".init_array"]

@@ -51,19 +51,32 @@ fn a_parking_algorithms_mutexes_and_condition_variables_look_as_glibcs() {
         assert_eq!(stdout(&out), expected, "{lock:?}");
     }
 
-    // Through `corral run` and its shim, as a user starts it.
-    let out = Command::new(env!("CARGO_BIN_EXE_corral"))
-        .args(["run", "--quiet", "--"])
-        .arg(&exe)
-        .env_remove("CORRAL_LOCK")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(stdout(&out), expected, "corral run");
+    // Through `corral run` and its shim, as a user starts it (corral's
+    // locks from the first call or, by default, from the 1000th contended
+    // one), and from the first contended call, switching mid-run.
+    for load_after in [None, Some("0"), Some("1")] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_corral"));
+        cmd.args(["run", "--quiet"]);
+        if let Some(n) = load_after {
+            cmd.args(["--load-after-contended", n]);
+        }
+        let out = cmd
+            .arg("--")
+            .arg(&exe)
+            .env_remove("CORRAL_LOCK")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{load_after:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            stdout(&out),
+            expected,
+            "corral run, load after {load_after:?}"
+        );
+    }
 
     // A spinning algorithm keeps its own layout and condition variable:
     // the facts differ, the program still works.

@@ -82,7 +82,15 @@ fn count_both(lib: &Path, event: &str) -> (u64, u64) {
         .args(["stat", "-x", ",", "-e", event, "--"])
         .arg(env!("CARGO_BIN_EXE_corral"))
         .env("CORRAL_PRELOAD", lib)
-        .args(["run", "--quiet", "--policy", "none", "--report"])
+        .args([
+            "run",
+            "--quiet",
+            "--policy",
+            "none",
+            "--load-after-contended",
+            "0",
+            "--report",
+        ])
         .arg(&report)
         .args(["--", "sysbench", "mutex", "--threads=4", "--mutex-num=1"])
         .args(["--mutex-loops=0", "--mutex-locks=100000", "run"])

@@ -19,6 +19,8 @@ fn lca_and_ff_act_together_on_one_real_program() {
         .env("CORRAL_PRELOAD", common::preload())
         .args([
             "run",
+            "--load-after-contended",
+            "0",
             "--policy",
             "lca,ff",
             "--ff-period-ms",

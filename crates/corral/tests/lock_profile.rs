@@ -44,7 +44,15 @@ fn names_the_hot_lock_and_its_caller_and_counts_as_the_threads_do() {
     let report = scratch("report.json");
     let out = Command::new(env!("CARGO_BIN_EXE_corral"))
         .env("CORRAL_PRELOAD", common::preload())
-        .args(["run", "--policy", "none", "--per-thread", "--report"])
+        .args([
+            "run",
+            "--policy",
+            "none",
+            "--load-after-contended",
+            "0",
+            "--per-thread",
+            "--report",
+        ])
         .arg(&report)
         .arg("--")
         .arg(&exe)
@@ -97,7 +105,15 @@ fn no_lock_profile_keeps_none() {
     let report = scratch("off.json");
     let out = Command::new(env!("CARGO_BIN_EXE_corral"))
         .env("CORRAL_PRELOAD", common::preload())
-        .args(["run", "--policy", "none", "--no-lock-profile", "--report"])
+        .args([
+            "run",
+            "--policy",
+            "none",
+            "--load-after-contended",
+            "0",
+            "--no-lock-profile",
+            "--report",
+        ])
         .arg(&report)
         .arg("--")
         .arg(&exe)

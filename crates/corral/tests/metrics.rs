@@ -38,6 +38,8 @@ fn a_scrape_parses_and_agrees_with_the_report() {
             "--policy",
             "none",
             "--quiet",
+            "--load-after-contended",
+            "0",
             "--metrics",
             "127.0.0.1:0",
             "--report",

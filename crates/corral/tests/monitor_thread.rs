@@ -11,8 +11,12 @@ use std::process::{Command, Stdio};
 /// `corral run --quiet` on the library under test.
 fn corral_run() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_corral"));
-    cmd.env("CORRAL_PRELOAD", common::preload())
-        .args(["run", "--quiet"]);
+    cmd.env("CORRAL_PRELOAD", common::preload()).args([
+        "run",
+        "--quiet",
+        "--load-after-contended",
+        "0",
+    ]);
     cmd
 }
 

@@ -16,7 +16,7 @@ type ThreadRow = (bool, u64);
 fn run_threads(exe: &Path, mode: &str, dir: &Path) -> Option<Vec<ThreadRow>> {
     let report = dir.join(format!("report.{mode}.json"));
     let out = Command::new(env!("CARGO_BIN_EXE_corral"))
-        .args(["run", "--quiet", "--report"])
+        .args(["run", "--quiet", "--load-after-contended", "0", "--report"])
         .arg(&report)
         .arg("--")
         .arg(exe)

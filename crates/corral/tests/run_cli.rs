@@ -71,7 +71,14 @@ fn a_run_passes_the_exit_code_through_and_writes_the_report() {
     let report = std::env::temp_dir().join(format!("corral-run-test.{}.json", std::process::id()));
     let out = corral()
         .env("CORRAL_PRELOAD", &lib)
-        .args(["run", "--policy", "none", "--report"])
+        .args([
+            "run",
+            "--policy",
+            "none",
+            "--load-after-contended",
+            "0",
+            "--report",
+        ])
         .arg(&report)
         .args(["--", "sh", "-c", "echo hello; exit 7"])
         .output()
@@ -85,6 +92,46 @@ fn a_run_passes_the_exit_code_through_and_writes_the_report() {
     assert_eq!(doc["exit_code"], 7);
     assert_eq!(doc["policy"], "none");
     assert!(doc["threads"].is_array() && doc["ssc"].is_array() && doc["decisions"].is_array());
+}
+
+#[test]
+fn by_default_a_program_that_never_contends_runs_on_glibcs_locks_and_is_told_so() {
+    let Some(lib) = preload_beside_corral() else {
+        panic!("build the preload library first: cargo build -p corral-preload");
+    };
+    let report =
+        std::env::temp_dir().join(format!("corral-run-deferred.{}.json", std::process::id()));
+    for (lock, expected) in [(None, 1000), (Some("ticket"), 0)] {
+        let mut cmd = corral();
+        cmd.env("CORRAL_PRELOAD", &lib).arg("run");
+        if let Some(lock) = lock {
+            cmd.args(["--lock", lock]);
+        }
+        let out = cmd
+            .arg("--report")
+            .arg(&report)
+            .args(["--", "sh", "-c", "echo hello; exit 7"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(7));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "hello\n");
+        let err = String::from_utf8_lossy(&out.stderr);
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        std::fs::remove_file(&report).unwrap();
+        assert_eq!(doc["load_after_contended"], expected, "{lock:?}");
+        if expected > 0 {
+            // The shell made no contended lock call: corral never loaded.
+            assert_eq!(doc["runtime"], "no-stats");
+            assert!(
+                err.contains("fewer than 1000 contended lock calls (--load-after-contended"),
+                "{err}"
+            );
+        } else {
+            // A spinning lock loads at the first call.
+            assert_ne!(doc["runtime"], "no-stats", "{err}");
+        }
+    }
 }
 
 #[test]

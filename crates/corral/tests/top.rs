@@ -31,7 +31,15 @@ fn shows_the_hot_lock_and_its_caller_and_quits_on_q() {
     let lib = common::preload();
     let mut prog = Command::new(corral)
         .env("CORRAL_PRELOAD", &lib)
-        .args(["run", "--policy", "none", "--quiet", "--"])
+        .args([
+            "run",
+            "--policy",
+            "none",
+            "--quiet",
+            "--load-after-contended",
+            "0",
+            "--",
+        ])
         .arg(&exe)
         .args(["4", "50000", "wait"])
         .stdin(Stdio::piped())

@@ -172,9 +172,9 @@ pub(crate) struct BenchAppsArgs {
     pub(crate) pin_cpus: Option<PinCpus>,
     /// Run the corral columns whose lock parks (default, futex, adaptive)
     /// as `corral run --load-after-contended N`: each process stays on
-    /// glibc's locks until it has made N contended lock calls. 0: corral
-    /// loads at the first lock call (`corral run`'s default).
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    /// glibc's locks until it has made N contended lock calls (`corral
+    /// run`'s default: 1000). 0: corral loads at the first lock call.
+    #[arg(long, value_name = "N", default_value_t = corral_policy::engage::LOAD_AFTER_CONTENDED)]
     pub(crate) load_after_contended: u32,
     /// Print the JSON document instead of the tables.
     #[arg(long)]

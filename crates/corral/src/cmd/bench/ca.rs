@@ -166,6 +166,8 @@ fn run_once(
     };
     let cfg = RuntimeConfig {
         policy,
+        // The clustering sees every lock from the program's first call.
+        load_after_contended: 0,
         ..RuntimeConfig::default()
     };
     let lib = (column != "glibc").then_some(preload.as_path());

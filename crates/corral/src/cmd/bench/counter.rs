@@ -168,6 +168,9 @@ pub(crate) fn measure(
                     } else {
                         Waiting::Park
                     },
+                    // A column that studies a lock runs it from the first
+                    // call; only the default column is `corral run`'s.
+                    load_after_contended: 0,
                     ..RuntimeConfig::default()
                 },
             };

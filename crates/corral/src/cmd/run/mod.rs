@@ -18,7 +18,7 @@ use super::kernel_opts::{prepare, KernelOptions};
 use super::launch::{find_preload, launch_observed, resolve_program, Collect, Output, Spawn};
 use super::signals::{exit_code, exit_like};
 use crate::CliError;
-use report::{build_report, ca_summary, ff_summary, summary, LogSummary};
+use report::{build_report, ca_summary, ff_summary, summary, Loading, LogSummary};
 
 /// Arguments of `corral run`.
 #[derive(clap::Args)]
@@ -117,13 +117,15 @@ pub(crate) struct RunArgs {
     /// (ticket, mcs, clh, k42) then collapses. For studying collapse only.
     #[arg(long, value_name = "park|spin")]
     pub(crate) wait: Option<String>,
-    /// Keep PROG's processes on glibc's locks until one has made N
+    /// Keep each of PROG's processes on glibc's locks until it has made N
     /// contended `pthread_mutex_lock` calls, then load corral in it: a
     /// short run that barely contends (git grep: about 150 contended calls
-    /// in 15 ms) then never pays corral's library load, about 0.3 ms per
-    /// process. 0: corral loads at the first lock call (default). Only with
-    /// a parking --lock (futex, adaptive), whose mutexes glibc can have
-    /// locked before the load.
+    /// in 15 ms) never pays corral's library load, 0.2-0.4 ms per process,
+    /// and a contended one loads within a millisecond or two. Default 1000
+    /// with a parking --lock (futex, the default, or adaptive), whose
+    /// mutexes glibc can have locked before the load; any other --lock
+    /// loads at once. 0: load at the first lock call (to study corral's
+    /// own paths on a program that barely contends).
     #[arg(long, value_name = "N")]
     pub(crate) load_after_contended: Option<u32>,
     /// Write the report (threads, SSC over time, decisions) as JSON here.
@@ -263,10 +265,11 @@ impl RunArgs {
                     None => e.into(),
                 }
             })?;
-        if cfg.load_after_contended > 0 && !cfg.lock.is_parking() {
+        let asked = self.load_after_contended.unwrap_or(0);
+        if asked > 0 && !cfg.lock.is_parking() {
             return Err(CliError::bad_value(
                 "--load-after-contended",
-                &cfg.load_after_contended.to_string(),
+                &asked.to_string(),
                 &format!(
                     "--lock {} does not keep glibc's mutex words, so a mutex glibc \
                      locked before the load could not be released by corral: use it \
@@ -302,6 +305,11 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
         Spawn::Direct
     } else {
         Spawn::Uniform
+    };
+    let loading = match (spawn, cfg.load_after()) {
+        (Spawn::Uniform, _) => Loading::Never,
+        (_, 0) => Loading::AtFirstCall,
+        (_, n) => Loading::AfterContended(n),
     };
     let preload = find_preload()?;
     if args.no_lock_profile {
@@ -424,10 +432,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
     report.ff = ff_report;
     report.timeline = sampler.map(timeline::Sampler::finish).unwrap_or_default();
     if !args.quiet {
-        eprintln!(
-            "{}",
-            summary(&report, outcome.stats.as_ref(), cfg.load_after_contended)
-        );
+        eprintln!("{}", summary(&report, outcome.stats.as_ref(), loading));
         if let Some(line) = ca_summary(&report) {
             eprintln!("{line}");
         }
@@ -533,14 +538,33 @@ mod tests {
             "{}",
             refused.0
         );
-        // 0 is today's load at the first call, with any lock.
+        // 0 is the load at the first call, with any lock.
         assert_eq!(
             config(&["--lock", "ticket", "--load-after-contended", "0"])
                 .unwrap()
-                .load_after_contended,
+                .load_after(),
             0
         );
-        assert_eq!(config(&[]).unwrap().load_after_contended, 0);
+        assert_eq!(
+            config(&["--load-after-contended", "0"])
+                .unwrap()
+                .load_after(),
+            0
+        );
+    }
+
+    #[test]
+    fn the_default_defers_the_load_where_the_lock_allows() {
+        let default = corral_policy::engage::LOAD_AFTER_CONTENDED;
+        assert_eq!(config(&[]).unwrap().load_after(), default);
+        assert_eq!(
+            config(&["--lock", "adaptive"]).unwrap().load_after(),
+            default
+        );
+        // A spinning lock, not asked for a deferred load, loads at once
+        // rather than being refused.
+        assert_eq!(config(&["--lock", "ticket"]).unwrap().load_after(), 0);
+        assert_eq!(config(&["--lock", "mcs"]).unwrap().load_after(), 0);
     }
 
     #[test]

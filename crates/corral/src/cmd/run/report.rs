@@ -49,9 +49,10 @@ pub(crate) struct SscPoint {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum RuntimeState {
-    /// No stats came back: the library never loaded (a static or setuid
-    /// program, or one that cleared `LD_PRELOAD`), and PROG ran without
-    /// corral; or it could not create its stats file (it said why).
+    /// No stats came back: the library never loaded (PROG made fewer
+    /// contended lock calls than `load_after_contended`; or a static or
+    /// setuid program, or one that cleared `LD_PRELOAD`), and PROG ran
+    /// without corral; or it could not create its stats file (it said why).
     NoStats,
     /// Loaded, but PROG never made a second thread, so no monitor ran.
     SingleThreaded,
@@ -84,6 +85,11 @@ pub(crate) struct RunReport {
     pub(crate) lock: Algorithm,
     /// What corral's library did inside PROG.
     pub(crate) runtime: RuntimeState,
+    /// Contended lock calls each of PROG's processes made on glibc's locks
+    /// before corral's library loaded in it (`--load-after-contended`; 0:
+    /// at the first lock call). A run that never reached them reports
+    /// `no-stats`.
+    pub(crate) load_after_contended: u32,
     /// PROG's exit code as a shell reports it.
     pub(crate) exit_code: i32,
     /// Every thread that took a lock, from the final stats.
@@ -238,6 +244,7 @@ pub(crate) fn build_report(
         policy: cfg.policy,
         lock: cfg.lock,
         runtime: RuntimeState::of(stats),
+        load_after_contended: cfg.load_after(),
         exit_code,
         threads,
         ssc: log.ssc,
@@ -294,22 +301,40 @@ pub(crate) fn ca_summary(r: &RunReport) -> Option<String> {
     ))
 }
 
-/// The human summary printed at exit; `load_after_contended` as
-/// `--load-after-contended` gave it.
-pub(crate) fn summary(
-    r: &RunReport,
-    stats: Option<&StatsSnapshot>,
-    load_after_contended: u32,
-) -> String {
+/// When corral's library was to load in PROG: what the summary of a run
+/// without stats can say of why.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Loading {
+    /// PROG is static: it loads no preload.
+    Never,
+    /// At PROG's first lock call.
+    AtFirstCall,
+    /// At a process's N-th contended lock call (`--load-after-contended`).
+    AfterContended(u32),
+}
+
+/// The human summary printed at exit.
+pub(crate) fn summary(r: &RunReport, stats: Option<&StatsSnapshot>, loading: Loading) -> String {
     let Some(stats) = stats else {
-        if load_after_contended > 0 {
-            return format!(
-                "corral: exit {}; no stats from PROG: it made fewer than {load_after_contended} \
-                 contended lock calls (--load-after-contended), so corral's library never \
-                 loaded and PROG ran on glibc's locks (or corral's library could not load: a \
-                 static or setuid program, or one that clears LD_PRELOAD)",
-                r.exit_code
-            );
+        match loading {
+            Loading::Never => {
+                return format!(
+                    "corral: exit {}; no stats from PROG: corral's library did not load (PROG \
+                     is static: it loads no preload), so policy {} was not applied",
+                    r.exit_code,
+                    r.policy.name()
+                )
+            }
+            Loading::AfterContended(n) => {
+                return format!(
+                    "corral: exit {}; no stats from PROG: corral's library did not load, as \
+                     PROG made fewer than {n} contended lock calls (--load-after-contended; 0 \
+                     loads it at the first lock call), and PROG ran on glibc's locks (or the \
+                     library could not load: a setuid program, or one that clears LD_PRELOAD)",
+                    r.exit_code
+                )
+            }
+            Loading::AtFirstCall => {}
         }
         return format!(
             "corral: exit {}; no stats from PROG: corral's library did not load (a static or \

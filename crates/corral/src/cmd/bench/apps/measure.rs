@@ -26,14 +26,13 @@ pub(super) struct Bench<'a> {
 }
 
 /// `column`'s configuration (none under glibc), with
-/// `--load-after-contended` where its lock parks: a spinning lock's
-/// mutexes are not glibc's, so its processes load corral at once.
+/// `--load-after-contended`; it applies where the column's lock parks (see
+/// `RuntimeConfig::load_after`): a spinning lock's mutexes are not
+/// glibc's, so its processes load corral at once.
 fn run_config(column: Column, load_after_contended: u32) -> Option<RuntimeConfig> {
-    column.config().map(|mut c| {
-        if c.lock.is_parking() {
-            c.load_after_contended = load_after_contended;
-        }
-        c
+    column.config().map(|c| RuntimeConfig {
+        load_after_contended,
+        ..c
     })
 }
 
@@ -247,15 +246,12 @@ mod tests {
     #[test]
     fn only_parking_columns_defer_the_load() {
         use corral_locks::Algorithm;
-        let of = |column| run_config(column, 1000).map(|c| c.load_after_contended);
+        let of = |column| run_config(column, 1000).map(|c| c.load_after());
         assert_eq!(of(Column::Default), Some(1000));
         assert_eq!(of(Column::Lock(Algorithm::Adaptive)), Some(1000));
         assert_eq!(of(Column::Lock(Algorithm::Ticket)), Some(0));
         assert_eq!(of(Column::Glibc), None);
-        assert_eq!(
-            run_config(Column::Default, 0).unwrap().load_after_contended,
-            0
-        );
+        assert_eq!(run_config(Column::Default, 0).unwrap().load_after(), 0);
     }
 
     #[test]

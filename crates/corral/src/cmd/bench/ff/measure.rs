@@ -65,6 +65,8 @@ pub(super) fn run_one(
     }
     let cfg = RuntimeConfig {
         policy: Policy::None,
+        // Faithful Scheduling sets each thread's quantum from its start.
+        load_after_contended: 0,
         ..RuntimeConfig::default()
     };
     let argv = ff_argv(fx, app, threads, work);
