@@ -6,13 +6,14 @@
 //! threads makes about 150 contended lock calls in a 15 ms process, and
 //! read 0.95x glibc with the library loaded at the first lock call against
 //! 1.00x with the load deferred (`corral bench apps`). A program that does
-//! contend makes a thousand contended calls within a millisecond or two
-//! (`sysbench mutex` at 4 threads: about 3 million a second), so waiting
-//! for them costs it nothing measurable.
+//! contend hands a mutex to a waiting thread a thousand times within a
+//! millisecond or two (`sysbench mutex` at 8 threads settled 21-33 ms
+//! after contention began either way), so waiting for them costs it
+//! nothing measurable.
 
-/// Contended `pthread_mutex_lock` calls a process makes on glibc's locks
-/// before corral's library loads in it: the default of `corral run
-/// --load-after-contended`.
+/// Contended hand-offs (unlocks of a mutex a thread sleeps on) a process
+/// makes on glibc's locks before corral's library loads in it: the
+/// default of `corral run --load-after-contended`.
 pub const LOAD_AFTER_CONTENDED: u32 = 1_000;
 
 /// The count a process is actually given: `requested` where its lock

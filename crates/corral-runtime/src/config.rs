@@ -340,10 +340,11 @@ pub struct RuntimeConfig {
     pub waiting: Waiting,
     /// The SSC controller's parameters.
     pub ssc: SscParams,
-    /// Contended `pthread_mutex_lock` calls a process makes on glibc's
-    /// locks before corral's library loads in it; 0: it loads at the first
-    /// interposed call. Applies under a parking algorithm only, whose mutex
-    /// words are glibc's: see [`RuntimeConfig::load_after`].
+    /// Contended hand-offs (unlocks of a mutex a thread sleeps on) a
+    /// process makes on glibc's locks before corral's library loads in it;
+    /// 0: it loads at the first interposed call. Applies under a parking
+    /// algorithm only, whose mutex words are glibc's: see
+    /// [`RuntimeConfig::load_after`].
     pub load_after_contended: u32,
 }
 
@@ -393,7 +394,7 @@ fn parse_duration_ns(
 }
 
 impl RuntimeConfig {
-    /// The contended calls before the load that this configuration's
+    /// The contended hand-offs before the load that this configuration's
     /// processes are given: [`RuntimeConfig::load_after_contended`] under a
     /// parking algorithm, 0 under another (whose mutexes glibc must not
     /// lock first).

@@ -176,11 +176,12 @@ fn ensure_loaded() -> bool {
     }
 }
 
-/// The contended lock calls before the full library loads, where
-/// `corral run --load-after-contended` set it; 0: it loads at the first
-/// interposed call. Set once, by [`on_load`], before the program runs.
+/// The contended hand-offs (unlocks that find a waiter asleep) before the
+/// full library loads, where `corral run --load-after-contended` set it;
+/// 0: it loads at the first interposed call. Set once, by [`on_load`],
+/// before the program runs.
 static LOAD_AFTER: AtomicU32 = AtomicU32::new(0);
-/// Contended `pthread_mutex_lock` calls while deferred (process-wide).
+/// Contended hand-offs while deferred (process-wide).
 static CONTENDED: AtomicU32 = AtomicU32::new(0);
 /// The full library's `corral_preload_late_start`, once it is loaded.
 static LATE_START: AtomicPtr<()> = AtomicPtr::new(core::ptr::null_mut());
@@ -205,7 +206,7 @@ const DEFERRABLE: [bool; N] = {
 const LAST_MUTEX_COND_OR_CREATE: usize = 14;
 
 /// Whether entry `i` stays on glibc for now; if so, points its slot at
-/// glibc's function (`pthread_mutex_lock`'s at [`deferred_lock`]).
+/// glibc's function (`pthread_mutex_unlock`'s at [`deferred_unlock`]).
 fn defers(i: usize) -> bool {
     // Relaxed: set before the program runs. Acquire: a load that finished
     // fills every slot; none is deferred after it.
@@ -215,10 +216,12 @@ fn defers(i: usize) -> bool {
     {
         return false;
     }
-    let target = if i == MUTEX_OPS[0] {
-        deferred_lock as *const ()
+    // next() fills NEXT[i], which deferred_unlock jumps through.
+    let glibcs = next(i);
+    let target = if i == MUTEX_OPS[2] {
+        deferred_unlock as *const ()
     } else {
-        next(i)
+        glibcs
     };
     // Only over the stub: a load that raced this call keeps its function.
     // AcqRel: publishes the target; sees a racing load's.
@@ -231,39 +234,57 @@ fn defers(i: usize) -> bool {
     true
 }
 
-/// `pthread_mutex_lock` until the load: glibc's `trylock`, and on
-/// contention a count; the contended call that reaches
-/// [`LOAD_AFTER`] loads the full library and waits in corral's lock, the
-/// others in glibc's. A process that never contends that much (a short
-/// `git grep`: about 150 contended calls in 15 ms) never pays the load.
+/// `pthread_mutex_unlock` until the load: glibc's, counting the unlocks
+/// that find a thread asleep on the mutex (glibc's lock word reads 2,
+/// "locked, and a waiter may sleep", which only a thread that found it
+/// locked sets); the one that reaches [`LOAD_AFTER`] loads the full library
+/// after its unlock. A process that never contends that much (a short `git
+/// grep`: about 150 contended calls in 15 ms) never pays the load. The
+/// check is a compare and a branch before the jump to glibc's function:
+/// anything more costs an uncontended lock and unlock pair (about 12 ns)
+/// 6-10% (`corral bench worker`, 1 thread: a Rust function around glibc's
+/// unlock, or a `trylock` before the lock, read 0.90-0.95x), and
+/// `pthread_mutex_lock` stays glibc's own. A PI or robust mutex's word
+/// holds its owner's thread id, never 2 (the kernel's kthreadd).
 ///
 /// # Safety
-/// As `pthread_mutex_lock`: `m` points to a live mutex.
-unsafe extern "C" fn deferred_lock(m: *mut core::ffi::c_void) -> i32 {
-    type Lock = unsafe extern "C" fn(*mut core::ffi::c_void) -> i32;
-    /// `EBUSY`: held by another thread (or, error-checking, by this one).
-    const EBUSY: i32 = 16;
-    // SAFETY: glibc's pthread_mutex_trylock, of this type.
-    let try_lock = unsafe { core::mem::transmute::<*const (), Lock>(next(MUTEX_OPS[1])) };
-    // SAFETY: the caller's mutex.
-    let rc = unsafe { try_lock(m) };
-    if rc != EBUSY {
-        // Taken (a recursive relock too), or an error lock would give too.
-        return rc;
-    }
+/// As `pthread_mutex_unlock`: `m` (in `rdi`) points to a live mutex; reached
+/// only once `NEXT` holds glibc's `pthread_mutex_unlock` (see [`defers`]).
+#[unsafe(naked)]
+unsafe extern "C" fn deferred_unlock() {
+    core::arch::naked_asm!(
+        "cmp dword ptr [rdi], 2",
+        "je {handing_off}",
+        "jmp qword ptr [rip + {next} + {off}]",
+        handing_off = sym unlock_handing_off,
+        next = sym NEXT,
+        off = const MUTEX_OPS[2] * 8,
+    );
+}
+
+/// [`deferred_unlock`] where a waiter may sleep: glibc's unlock, then the
+/// count.
+///
+/// # Safety
+/// As `pthread_mutex_unlock`: `m` points to a live mutex.
+unsafe extern "C" fn unlock_handing_off(m: *mut core::ffi::c_void) -> i32 {
+    type Unlock = unsafe extern "C" fn(*mut core::ffi::c_void) -> i32;
+    // SAFETY: glibc's pthread_mutex_unlock, of this type; the caller's mutex.
+    let rc = unsafe { core::mem::transmute::<*const (), Unlock>(next(MUTEX_OPS[2]))(m) };
+    handed_off();
+    rc
+}
+
+/// One more contended hand-off while deferred; at [`LOAD_AFTER`] of them,
+/// the load.
+#[cold]
+fn handed_off() {
     // Relaxed: a count, and LOAD_AFTER is set before the program runs;
     // the load's own protocol orders what follows.
     let n = CONTENDED.fetch_add(1, Ordering::Relaxed).saturating_add(1);
     if n >= LOAD_AFTER.load(Ordering::Relaxed) && ensure_loaded() {
         late_start();
-        // Acquire: the load's Release published the slot.
-        let corral = at(&SLOTS, MUTEX_OPS[0]).load(Ordering::Acquire);
-        // SAFETY: corral's pthread_mutex_lock (or glibc's where corral has
-        // none), of this type; glibc's and corral's mutex words agree.
-        return unsafe { core::mem::transmute::<*mut (), Lock>(corral)(m) };
     }
-    // SAFETY: glibc's pthread_mutex_lock, of this type; the caller's mutex.
-    unsafe { core::mem::transmute::<*const (), Lock>(next(MUTEX_OPS[0]))(m) }
 }
 
 /// A deferred load happens with the program's threads running: the full
@@ -455,6 +476,38 @@ mod tests {
         // SAFETY: six bytes inside the mapping.
         unsafe { core::ptr::copy_nonoverlapping(code.as_ptr(), at, 6) };
         (base, at.cast_const().cast())
+    }
+
+    #[test]
+    fn a_deferred_unlock_counts_the_hand_offs_to_a_sleeper_and_unlocks_every_time() {
+        // Far from any load: this test counts, it does not load.
+        LOAD_AFTER.store(u32::MAX, Ordering::Relaxed);
+        // What defers() does before pointing the unlock's slot here.
+        let _ = next(MUTEX_OPS[2]);
+        // SAFETY: deferred_unlock has pthread_mutex_unlock's type.
+        let unlock = unsafe {
+            core::mem::transmute::<*const (), unsafe extern "C" fn(*mut libc::pthread_mutex_t) -> i32>(
+                deferred_unlock as *const (),
+            )
+        };
+        let mut m = libc::PTHREAD_MUTEX_INITIALIZER;
+        let word = core::ptr::from_mut(&mut m).cast::<AtomicU32>();
+        for sleeper in [false, true, false] {
+            let before = CONTENDED.load(Ordering::Relaxed);
+            // SAFETY: a live mutex, locked by this thread, then unlocked
+            // through the deferred entry; its word set to 2 stands for a
+            // waiter asleep on it (glibc's unlock then wakes no one).
+            unsafe {
+                assert_eq!(libc::pthread_mutex_lock(&mut m), 0);
+                if sleeper {
+                    (*word).store(2, Ordering::Relaxed);
+                }
+                assert_eq!(unlock(&mut m), 0);
+                assert_eq!((*word).load(Ordering::Relaxed), 0, "unlocked");
+            }
+            let counted = CONTENDED.load(Ordering::Relaxed) - before;
+            assert_eq!(counted, u32::from(sleeper), "sleeper: {sleeper}");
+        }
     }
 
     #[test]

@@ -7,8 +7,8 @@
 //! execs) never loads the full library, and pays at its exec for this
 //! library alone: no std, three imported symbols, no constructor work
 //! beyond three `getenv`s. By default (`corral run --load-after-contended`,
-//! 1000) a process stays on glibc's mutexes until it has made that many
-//! contended `pthread_mutex_lock` calls, so that a short run that barely
+//! 1000) a process stays on glibc's mutexes until it has handed a mutex to a
+//! waiting thread that many times, so that a short run that barely
 //! contends never pays the full library's load; with 0, the process
 //! `corral run` started loads it at once (its stats file and report).
 //!

@@ -12,8 +12,9 @@ pub(crate) const ENV_TARGET: &CStr = c"CORRAL_SHIM_TARGET";
 pub(crate) const ENV_PARENT_PID: &CStr = c"CORRAL_PARENT_PID";
 /// `corral_runtime::config::ENV_LOAD_AFTER_CONTENDED`: where set (by
 /// `corral run --load-after-contended N`, for a parking algorithm only), the
-/// full library loads at the N-th contended `pthread_mutex_lock`, not at
-/// the first interposed call (see `entries::deferred_lock`).
+/// full library loads at the N-th contended hand-off (an unlock that finds
+/// a thread asleep on the mutex), not at the first interposed call (see
+/// `entries::deferred_unlock`).
 pub(crate) const ENV_LOAD_AFTER: &CStr = c"CORRAL_LOAD_AFTER_CONTENDED";
 
 /// Fills `targets` from the full library (null where it has no such
@@ -80,7 +81,7 @@ pub(crate) fn started_by() -> Option<i32> {
     (parent == sys::getppid()).then_some(parent)
 }
 
-/// The contended lock calls to wait for before loading
+/// The contended hand-offs to wait for before loading
 /// ([`ENV_LOAD_AFTER`]); 0 (load at the first call) where unset or not a
 /// number. Read as a pid is: at most 10 decimal digits.
 pub(crate) fn load_after() -> u32 {

@@ -172,8 +172,8 @@ pub(crate) struct BenchAppsArgs {
     pub(crate) pin_cpus: Option<PinCpus>,
     /// Run the corral columns whose lock parks (default, futex, adaptive)
     /// as `corral run --load-after-contended N`: each process stays on
-    /// glibc's locks until it has made N contended lock calls (`corral
-    /// run`'s default: 1000). 0: corral loads at the first lock call.
+    /// glibc's locks until it has handed a mutex to a waiting thread N
+    /// times (`corral run`'s default: 1000). 0: corral loads at the first lock call.
     #[arg(long, value_name = "N", default_value_t = corral_policy::engage::LOAD_AFTER_CONTENDED)]
     pub(crate) load_after_contended: u32,
     /// Print the JSON document instead of the tables.
@@ -286,7 +286,7 @@ struct AppsReport {
     /// rounds left the default's verdict open (each such point says what
     /// it was given in its `confirmation`).
     confirm_rounds: u32,
-    /// --load-after-contended: the contended lock calls each process of a
+    /// --load-after-contended: the contended hand-offs each process of a
     /// parking corral column made on glibc's locks before corral loaded.
     load_after_contended: u32,
     /// The thread counts.

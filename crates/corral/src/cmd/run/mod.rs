@@ -117,11 +117,12 @@ pub(crate) struct RunArgs {
     /// (ticket, mcs, clh, k42) then collapses. For studying collapse only.
     #[arg(long, value_name = "park|spin")]
     pub(crate) wait: Option<String>,
-    /// Keep each of PROG's processes on glibc's locks until it has made N
-    /// contended `pthread_mutex_lock` calls, then load corral in it: a
-    /// short run that barely contends (git grep: about 150 contended calls
-    /// in 15 ms) never pays corral's library load, 0.2-0.4 ms per process,
-    /// and a contended one loads within a millisecond or two. Default 1000
+    /// Keep each of PROG's processes on glibc's locks until it has handed
+    /// a mutex to a waiting thread N times (an unlock that finds a thread
+    /// asleep on it), then load corral in it: a short run that barely
+    /// contends (git grep: about 150 contended calls in 15 ms) never pays
+    /// corral's library load, 0.2-0.4 ms per process, and a contended one
+    /// loads within a millisecond or two. Default 1000
     /// with a parking --lock (futex, the default, or adaptive), whose
     /// mutexes glibc can have locked before the load; any other --lock
     /// loads at once. 0: load at the first lock call (to study corral's

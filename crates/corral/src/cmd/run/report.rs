@@ -50,7 +50,7 @@ pub(crate) struct SscPoint {
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum RuntimeState {
     /// No stats came back: the library never loaded (PROG made fewer
-    /// contended lock calls than `load_after_contended`; or a static or
+    /// contended hand-offs than `load_after_contended`; or a static or
     /// setuid program, or one that cleared `LD_PRELOAD`), and PROG ran
     /// without corral; or it could not create its stats file (it said why).
     NoStats,
@@ -85,8 +85,9 @@ pub(crate) struct RunReport {
     pub(crate) lock: Algorithm,
     /// What corral's library did inside PROG.
     pub(crate) runtime: RuntimeState,
-    /// Contended lock calls each of PROG's processes made on glibc's locks
-    /// before corral's library loaded in it (`--load-after-contended`; 0:
+    /// Contended hand-offs (unlocks that found a thread asleep on the
+    /// mutex) each of PROG's processes made on glibc's locks before
+    /// corral's library loaded in it (`--load-after-contended`; 0:
     /// at the first lock call). A run that never reached them reports
     /// `no-stats`.
     pub(crate) load_after_contended: u32,
@@ -309,7 +310,7 @@ pub(crate) enum Loading {
     Never,
     /// At PROG's first lock call.
     AtFirstCall,
-    /// At a process's N-th contended lock call (`--load-after-contended`).
+    /// At a process's N-th contended hand-off (`--load-after-contended`).
     AfterContended(u32),
 }
 
@@ -328,8 +329,9 @@ pub(crate) fn summary(r: &RunReport, stats: Option<&StatsSnapshot>, loading: Loa
             Loading::AfterContended(n) => {
                 return format!(
                     "corral: exit {}; no stats from PROG: corral's library did not load, as \
-                     PROG made fewer than {n} contended lock calls (--load-after-contended; 0 \
-                     loads it at the first lock call), and PROG ran on glibc's locks (or the \
+                     no process of PROG handed a mutex to a waiting thread {n} times \
+                     (--load-after-contended; 0 loads it at the first lock call), and PROG ran \
+                     on glibc's locks (or the \
                      library could not load: a setuid program, or one that clears LD_PRELOAD)",
                     r.exit_code
                 )
