@@ -3,7 +3,7 @@
 # hang or outlive the program it runs. Each runs under `corral run` with
 # both policies and every lock algorithm (or those its `// fault-locks:`
 # line names), loaded at the first call, and each parking lock once more
-# loaded at the first contended call (not where a `// fault-deferred: no:`
+# loaded at the first contended hand-off (not where a `// fault-deferred: no:`
 # line says why), and must exit 0 within its limit. The scripts there
 # (tests/faults/*.sh CORRAL SCRATCH) check what a C program cannot, such as
 # signals sent to corral itself.
@@ -35,7 +35,7 @@ for src in tests/faults/*.c; do
     bad=0
     # Each lock with corral loaded from the first call (--load-after-contended
     # 0: the default would leave a program that barely contends on glibc's
-    # locks); a parking lock also loaded at the first contended call, so the
+    # locks); a parking lock also loaded at the first contended hand-off, so the
     # switch from glibc's locks to corral's happens inside the program.
     runs=()
     for alg in $algs; do
@@ -62,7 +62,7 @@ for src in tests/faults/*.c; do
         fi
     done
     if [[ $bad == 0 ]]; then
-        mid_run="; parking locks also loaded at the first contended call"
+        mid_run="; parking locks also loaded at the first contended hand-off"
         [[ $deferred == no ]] && mid_run=""
         echo "ok   $name ($(tail -1 "$scratch/out"); locks: $algs; policies none, lca$mid_run)"
     fi

@@ -252,6 +252,8 @@ fn defers(i: usize) -> bool {
 /// only once `NEXT` holds glibc's `pthread_mutex_unlock` (see [`defers`]).
 #[unsafe(naked)]
 unsafe extern "C" fn deferred_unlock() {
+    // The word's load is a plain aligned 32-bit read, atomic on x86_64; a
+    // waiter setting 2 just after it is missed, one count less.
     core::arch::naked_asm!(
         "cmp dword ptr [rdi], 2",
         "je {handing_off}",

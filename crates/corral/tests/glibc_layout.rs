@@ -51,9 +51,9 @@ fn a_parking_algorithms_mutexes_and_condition_variables_look_as_glibcs() {
         assert_eq!(stdout(&out), expected, "{lock:?}");
     }
 
-    // Through `corral run` and its shim, as a user starts it (corral's
-    // locks from the first call or, by default, from the 1000th contended
-    // one), and from the first contended call, switching mid-run.
+    // Through `corral run` and its shim, as a user starts it: corral's
+    // locks from the first call, by default from the 1000th contended
+    // hand-off, and from the first one (switching mid-run).
     for load_after in [None, Some("0"), Some("1")] {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_corral"));
         cmd.args(["run", "--quiet"]);
