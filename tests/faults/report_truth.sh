@@ -46,7 +46,7 @@ fi
 # loaded, and the line says why.
 "$corral" run --report "$scratch/idle.json" -- /bin/true 2>"$scratch/idle.err"
 [[ $(field "$scratch/idle.json" runtime) == no-stats ]] || fail "/bin/true by default reported as $(field "$scratch/idle.json" runtime)"
-grep -q "did not load, as no process of PROG handed a mutex to a waiting thread 1000 times" "$scratch/idle.err" || fail "no line says why corral did not load: $(cat "$scratch/idle.err")"
+grep -q "did not load, as PROG did not hand a mutex to a waiting thread 1000 times" "$scratch/idle.err" || fail "no line says why corral did not load: $(cat "$scratch/idle.err")"
 
 # One thread, loaded at the first lock call: no monitor.
 "$corral" run --load-after-contended 0 --report "$scratch/one.json" -- /bin/true 2>"$scratch/one.err"

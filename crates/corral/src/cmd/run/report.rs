@@ -317,34 +317,24 @@ pub(crate) enum Loading {
 /// The human summary printed at exit.
 pub(crate) fn summary(r: &RunReport, stats: Option<&StatsSnapshot>, loading: Loading) -> String {
     let Some(stats) = stats else {
-        match loading {
-            Loading::Never => {
-                return format!(
-                    "corral: exit {}; no stats from PROG: corral's library did not load (PROG \
-                     is static: it loads no preload), so policy {} was not applied",
-                    r.exit_code,
-                    r.policy.name()
-                )
-            }
-            Loading::AfterContended(n) => {
-                return format!(
-                    "corral: exit {}; no stats from PROG: corral's library did not load, as \
-                     no process of PROG handed a mutex to a waiting thread {n} times \
-                     (--load-after-contended; 0 loads it at the first lock call), and PROG ran \
-                     on glibc's locks (or the \
-                     library could not load: a setuid program, or one that clears LD_PRELOAD)",
-                    r.exit_code
-                )
-            }
-            Loading::AtFirstCall => {}
-        }
-        return format!(
-            "corral: exit {}; no stats from PROG: corral's library did not load (a static or \
-             setuid program, or one that clears LD_PRELOAD: then policy {} was not applied) \
-             or could not write its stats file (said above)",
-            r.exit_code,
-            r.policy.name()
-        );
+        let (code, policy) = (r.exit_code, r.policy.name());
+        return match loading {
+            Loading::Never => format!(
+                "corral: exit {code}; no stats from PROG: corral's library did not load (PROG is \
+                 static: it loads no preload), so policy {policy} was not applied"
+            ),
+            Loading::AfterContended(n) => format!(
+                "corral: exit {code}; no stats from PROG: corral's library did not load, as PROG \
+                 did not hand a mutex to a waiting thread {n} times (--load-after-contended; 0 \
+                 loads it at the first lock call), and PROG ran on glibc's locks (or the library \
+                 could not load: a setuid program, or one that clears LD_PRELOAD)"
+            ),
+            Loading::AtFirstCall => format!(
+                "corral: exit {code}; no stats from PROG: corral's library did not load (a setuid \
+                 program, or one that clears LD_PRELOAD: then policy {policy} was not applied) or \
+                 could not write its stats file (said above)"
+            ),
+        };
     };
     if r.runtime == RuntimeState::SingleThreaded {
         return format!(
