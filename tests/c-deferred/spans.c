@@ -4,54 +4,16 @@
 // releases it; a child forked before the load is still deferred, contends
 // on its own and loads corral in itself. Prints "ok" and exits 0 when every
 // step holds; FAIL and exit 1 otherwise.
-#define _GNU_SOURCE
-#include <link.h>
-#include <pthread.h>
+#include "deferred.h"
+
 #include <stdatomic.h>
-#include <stdio.h>
-#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 static pthread_mutex_t cm = PTHREAD_MUTEX_INITIALIZER; // the condition's mutex
 static pthread_cond_t c = PTHREAD_COND_INITIALIZER;
-static pthread_mutex_t hot = PTHREAD_MUTEX_INITIALIZER; // contended until corral loads
 static int ready, woken;                                 // under cm
 static atomic_int waiting;
-
-static int find_corral(struct dl_phdr_info *info, size_t size, void *found) {
-    (void)size;
-    if (strstr(info->dlpi_name, "libcorral_preload"))
-        *(int *)found = 1;
-    return 0;
-}
-
-static int corral_loaded(void) {
-    int found = 0;
-    dl_iterate_phdr(find_corral, &found);
-    return found;
-}
-
-// Contends on `hot` until corral's library is loaded (looked for every 256
-// rounds), or gives up after 50 million rounds, when the caller's load
-// check fails.
-static void *hammer(void *arg) {
-    for (long i = 0; i < 50000000 && (i % 256 != 0 || !corral_loaded()); i++) {
-        pthread_mutex_lock(&hot);
-        for (volatile int k = 0; k < 50; k++)
-            ;
-        pthread_mutex_unlock(&hot);
-    }
-    return arg;
-}
-
-static void contend_until_loaded(void) {
-    pthread_t h[2];
-    for (int i = 0; i < 2; i++)
-        pthread_create(&h[i], 0, hammer, 0);
-    for (int i = 0; i < 2; i++)
-        pthread_join(h[i], 0);
-}
 
 static void *wait_for_ready(void *arg) {
     pthread_mutex_lock(&cm);
@@ -62,14 +24,6 @@ static void *wait_for_ready(void *arg) {
     pthread_mutex_unlock(&cm);
     return arg;
 }
-
-#define CHECK(cond, what)                                                                          \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            printf("FAIL: %s\n", what);                                                            \
-            return 1;                                                                              \
-        }                                                                                          \
-    } while (0)
 
 int main(void) {
     CHECK(!corral_loaded(), "corral's library is not loaded before any contention");

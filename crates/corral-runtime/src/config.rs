@@ -263,7 +263,7 @@ pub enum Expected {
     ZeroOrOne,
     /// A spin count (32 bits).
     SpinCount,
-    /// A count of lock calls (32 bits), 0 for none.
+    /// A count of contended hand-offs (32 bits), 0 for none.
     CallCount,
 }
 
@@ -317,7 +317,7 @@ impl fmt::Display for Expected {
             Expected::CoreCount => f.write_str("a core count (0 = all)"),
             Expected::ZeroOrOne => f.write_str("0 or 1"),
             Expected::SpinCount => f.write_str("a spin count"),
-            Expected::CallCount => f.write_str("a count of lock calls (0 for none)"),
+            Expected::CallCount => f.write_str("a count of contended hand-offs (0 for none)"),
             Expected::Waiting => f.write_str("park or spin"),
         }
     }

@@ -482,7 +482,9 @@ mod tests {
 
     #[test]
     fn a_deferred_unlock_counts_the_hand_offs_to_a_sleeper_and_unlocks_every_time() {
-        // Far from any load: this test counts, it does not load.
+        // Far from any load: this test counts, it does not load. Relaxed
+        // throughout: one thread reads what it wrote (no other test touches
+        // these counters or this mutex).
         LOAD_AFTER.store(u32::MAX, Ordering::Relaxed);
         // What defers() does before pointing the unlock's slot here.
         let _ = next(MUTEX_OPS[2]);

@@ -103,8 +103,7 @@ fn count_both(lib: &Path, event: &str) -> (u64, u64) {
         .find(|l| l.contains(event))
         .and_then(|l| l.split(',').next()?.trim().parse().ok())
         .unwrap_or_else(|| panic!("no count for {event} in {stderr}"));
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let doc = common::read_json(&report);
     std::fs::remove_file(&report).unwrap();
     let profiled = doc["locks"]
         .as_array()

@@ -37,8 +37,7 @@ fn lca_and_ff_act_together_on_one_real_program() {
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{err}");
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "720000000");
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let doc = common::read_json(&report);
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(doc["policies"], "lca,ff", "{err}");
 

@@ -63,8 +63,7 @@ fn names_the_hot_lock_and_its_caller_and_counts_as_the_threads_do() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "40000000");
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let doc = common::read_json(&report);
     std::fs::remove_file(&report).unwrap();
     assert_eq!(doc["lock_profile"], true);
     let locks = doc["locks"].as_array().unwrap();
@@ -122,8 +121,7 @@ fn no_lock_profile_keeps_none() {
         .unwrap();
     let _ = std::fs::remove_file(&exe);
     assert!(out.status.success());
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let doc = common::read_json(&report);
     std::fs::remove_file(&report).unwrap();
     assert_eq!(doc["lock_profile"], false);
     assert_eq!(doc["locks"].as_array().unwrap().len(), 0);

@@ -68,8 +68,7 @@ fn a_scrape_parses_and_agrees_with_the_report() {
     let _ = std::fs::remove_file(&exe);
 
     let scrape = prometheus_parse::Scrape::parse(body.lines().map(|l| Ok(l.to_string()))).unwrap();
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let doc = common::read_json(&report);
     std::fs::remove_file(&report).unwrap();
     let top = &doc["locks"][0];
     let lock = top["addr"].as_str().unwrap();

@@ -32,8 +32,7 @@ fn run_threads(exe: &Path, mode: &str, dir: &Path) -> Option<Vec<ThreadRow>> {
     if stdout.contains("skipped") {
         return None;
     }
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let doc = common::read_json(&report);
     let threads = doc["threads"].as_array().unwrap();
     Some(
         threads

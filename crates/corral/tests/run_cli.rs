@@ -86,8 +86,7 @@ fn a_run_passes_the_exit_code_through_and_writes_the_report() {
     assert_eq!(out.status.code(), Some(7));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "hello\n");
     assert!(String::from_utf8_lossy(&out.stderr).contains("corral: policy none"));
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let doc = common::read_json(&report);
     std::fs::remove_file(&report).unwrap();
     assert_eq!(doc["exit_code"], 7);
     assert_eq!(doc["policy"], "none");
@@ -116,8 +115,7 @@ fn by_default_a_program_that_never_contends_runs_on_glibcs_locks_and_is_told_so(
         assert_eq!(out.status.code(), Some(7));
         assert_eq!(String::from_utf8_lossy(&out.stdout), "hello\n");
         let err = String::from_utf8_lossy(&out.stderr);
-        let doc: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        let doc = common::read_json(&report);
         std::fs::remove_file(&report).unwrap();
         assert_eq!(doc["load_after_contended"], expected, "{lock:?}");
         if expected > 0 {
@@ -251,8 +249,7 @@ fn ff_without_a_pmu_says_so_in_one_line_and_reports_null_not_zero() {
         .lines()
         .filter(|l| l.contains("no LLC miss ratio"))
         .count();
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let doc = common::read_json(&report);
     std::fs::remove_file(&report).unwrap();
     let program = &doc["ff"]["programs"][0];
     let periods = program["periods"].as_array().unwrap();
@@ -301,8 +298,7 @@ fn threads_that_yield_inside_their_critical_sections_are_not_confined() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout), "160000\n");
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let doc = common::read_json(&report);
     std::fs::remove_dir_all(&dir).unwrap();
     let threads = doc["threads"].as_array().unwrap();
     let intensive: Vec<_> = threads

@@ -62,3 +62,10 @@ pub(crate) fn get_metrics(addr: &str) -> Option<String> {
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     Some(body.to_string())
 }
+
+/// The JSON document at `path` (a `--report`), which must exist and parse.
+pub(crate) fn read_json(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
+}

@@ -266,8 +266,9 @@ impl RunArgs {
                     None => e.into(),
                 }
             })?;
+        // Asked for, and refused by the one rule of which locks can defer.
         let asked = self.load_after_contended.unwrap_or(0);
-        if asked > 0 && !cfg.lock.is_parking() {
+        if asked > 0 && cfg.load_after() == 0 {
             return Err(CliError::bad_value(
                 "--load-after-contended",
                 &asked.to_string(),
