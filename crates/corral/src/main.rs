@@ -2,11 +2,10 @@
 //! lock-contention-aware scheduling.
 
 mod cmd;
-mod error;
 
 use clap::{Parser, Subcommand};
 
-use error::CliError;
+use corral_launch::CliError;
 
 /// corral keeps multithreaded programs from collapsing under lock contention.
 ///
@@ -40,7 +39,7 @@ enum Command {
     Top(cmd::top::TopArgs),
     /// Benchmarks (`corral bench locks`, ...).
     #[command(subcommand)]
-    Bench(cmd::bench::BenchCommand),
+    Bench(corral_bench::BenchCommand),
     /// Paper 3's Markov model of ticket-lock collapse (eq. 1).
     #[command(allow_negative_numbers = true)]
     Model(cmd::model::ModelArgs),
@@ -59,7 +58,7 @@ fn main() {
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => error::exit_with_clap_error(e),
+        Err(e) => exit_with_clap_error(e),
     };
     let result = match cli.command {
         Command::Demo(args) => cmd::demo::run(args),
@@ -67,7 +66,7 @@ fn main() {
         Command::Report(args) => cmd::report::report(args),
         Command::Top(args) => cmd::top::top(args),
         Command::Attach(args) => cmd::attach::run(args),
-        Command::Bench(b) => cmd::bench::run(b),
+        Command::Bench(b) => corral_bench::run(b),
         Command::Model(args) => cmd::model::run(args),
         Command::Sim(args) => cmd::sim::run(args),
         Command::Reproduce(args) => cmd::reproduce::run(args),
@@ -75,5 +74,26 @@ fn main() {
     if let Err(e) = result {
         eprintln!("error: {e}");
         std::process::exit(2);
+    }
+}
+
+/// Prints clap's help/version as usual; any parse error as its first line
+/// only (clap's line already names the flag, the value and the reason), then
+/// exits 2.
+fn exit_with_clap_error(e: clap::Error) -> ! {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
+        _ => {
+            let text = e.render().to_string();
+            let first = text
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("error");
+            eprintln!("{first}");
+            std::process::exit(2);
+        }
     }
 }

@@ -5,10 +5,10 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use corral_launch::signals;
 use corral_runtime::kernel::KernelReport;
 
 use super::kernel_opts::{prepare, KernelOptions};
-use super::signals;
 use crate::CliError;
 
 /// Arguments of `corral attach`.

@@ -3,10 +3,10 @@
 //! ticket lock without a policy (`--policy none`), and with the SSC policy
 //! (`--policy lca`), as one table and a one-sentence verdict.
 
+use corral_bench::counter::{measure, print_table, throughput_of, BenchPolicy, CounterPoint};
 use corral_locks::Algorithm;
 use serde::Serialize;
 
-use super::bench::counter::{measure, print_table, throughput_of, BenchPolicy, CounterPoint};
 use crate::CliError;
 
 /// Arguments of `corral demo`.
@@ -14,8 +14,8 @@ use crate::CliError;
 pub(crate) struct DemoArgs {
     /// Thread counts; the default goes well past the CPU count on purpose.
     #[arg(long, value_name = "LIST", default_value = "1,2,4,8,16",
-          value_parser = super::lists::parse_count_list)]
-    pub(crate) threads: super::lists::Counts,
+          value_parser = corral_launch::lists::parse_count_list)]
+    pub(crate) threads: corral_launch::lists::Counts,
     /// Lock algorithm of the corral columns.
     #[arg(long = "lock", value_name = "ALG", default_value = "ticket")]
     pub(crate) lock: Algorithm,

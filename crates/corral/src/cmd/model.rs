@@ -28,8 +28,8 @@ pub(crate) struct ModelArgs {
     #[arg(long = "c", value_name = "CYCLES", allow_negative_numbers = true, value_parser = non_negative)]
     pub(crate) c: f64,
     /// Core counts: `1..48`, `1,2,4`, or a mix `1,2,8..16`.
-    #[arg(long, value_name = "LIST", default_value = "1..48", value_parser = super::lists::parse_count_list)]
-    pub(crate) cores: super::lists::Counts,
+    #[arg(long, value_name = "LIST", default_value = "1..48", value_parser = corral_launch::lists::parse_count_list)]
+    pub(crate) cores: corral_launch::lists::Counts,
     /// Which lock the model describes.
     #[arg(long, value_enum, default_value_t = ModelLock::Ticket)]
     pub(crate) lock: ModelLock,

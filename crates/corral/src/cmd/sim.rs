@@ -1,8 +1,8 @@
 //! `corral sim`: run the many-core simulator over workloads x policies x
 //! core counts, in parallel, and report a table, JSON, CSV or an SVG plot.
 
-use crate::cmd::lists::parse_count_list;
 use crate::CliError;
+use corral_launch::lists::parse_count_list;
 use corral_sim::presets::{preset, NAMES};
 use corral_sim::{
     run_sweep, svg_plot, to_csv, SweepSpec, Workload, OVER_LOCKS, POLICIES, SCHEDULERS,
@@ -26,7 +26,7 @@ pub(crate) struct SimArgs {
     pub policy: Vec<String>,
     /// Core counts, e.g. `48`, `1,2,4` or `1..48`.
     #[arg(long, value_name = "LIST", default_value = "1,2,4,8,16,24,32,48", value_parser = parse_count_list)]
-    pub cores: crate::cmd::lists::Counts,
+    pub cores: corral_launch::lists::Counts,
     /// Simulated seconds per point (the first 20% is warm-up).
     #[arg(long, default_value_t = 0.2, allow_negative_numbers = true)]
     pub seconds: f64,

@@ -8,6 +8,10 @@ pub(crate) mod timeline;
 
 use std::path::PathBuf;
 
+use corral_launch::launch::{
+    find_preload, launch_observed, resolve_program, Collect, Output, Spawn,
+};
+use corral_launch::signals::{exit_code, exit_like};
 use corral_locks::Algorithm;
 use corral_runtime::config::{self, Policy, RuntimeConfig};
 use corral_runtime::events::for_each_event;
@@ -15,8 +19,6 @@ use corral_runtime::faithful::FfDriver;
 use corral_runtime::policies::PolicySet;
 
 use super::kernel_opts::{prepare, KernelOptions};
-use super::launch::{find_preload, launch_observed, resolve_program, Collect, Output, Spawn};
-use super::signals::{exit_code, exit_like};
 use crate::CliError;
 use report::{build_report, ca_summary, ff_summary, summary, Loading, LogSummary};
 
@@ -303,7 +305,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
     };
     // A static program loads no preload to arm its death signal: corral
     // arms it between fork and exec.
-    let spawn = if super::elf::loads_preloads(&program) {
+    let spawn = if corral_launch::elf::loads_preloads(&program) {
         Spawn::Direct
     } else {
         Spawn::Uniform

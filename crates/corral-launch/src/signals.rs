@@ -32,7 +32,7 @@ static PENDING: AtomicI32 = AtomicI32::new(0);
 /// Makes `cmd`'s child die of SIGKILL if corral dies first (as it would had
 /// it been killed itself), instead of running on with nobody to report to.
 /// Call on the thread that spawns and outlives the child (the main thread).
-pub(crate) fn die_with_parent(cmd: &mut Command) {
+pub fn die_with_parent(cmd: &mut Command) {
     // SAFETY: the closure runs in the child between fork and exec and calls
     // only async-signal-safe functions (prctl, getppid).
     unsafe {
@@ -50,7 +50,7 @@ pub(crate) fn die_with_parent(cmd: &mut Command) {
 }
 
 /// Installs the forwarding handlers (before the program starts).
-pub(crate) fn forward_to_program() {
+pub fn forward_to_program() {
     for sig in FORWARDED {
         // SAFETY: a zeroed sigaction is valid; the handler is async-signal-safe.
         unsafe {
@@ -65,7 +65,7 @@ pub(crate) fn forward_to_program() {
 
 /// Names the program the handlers forward to. A pidfd cannot reach another
 /// process once the program is reaped and its pid reused; a pid can.
-pub(crate) fn program_started(pid: i32) {
+pub fn program_started(pid: i32) {
     // SAFETY: pidfd_open takes a pid and flags; a failure returns -1.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
     TARGET.store(if fd >= 0 { fd } else { -pid }, Ordering::SeqCst);
@@ -76,7 +76,7 @@ pub(crate) fn program_started(pid: i32) {
 }
 
 /// Stops forwarding (the program has been reaped).
-pub(crate) fn program_ended() {
+pub fn program_ended() {
     let target = TARGET.swap(0, Ordering::SeqCst);
     if target > 0 {
         // SAFETY: closes the pidfd this module opened and nothing else uses.
@@ -120,7 +120,7 @@ fn send(sig: libc::c_int) {
 }
 
 /// PROG's exit code as a shell reports it (128 + signal when killed).
-pub(crate) fn exit_code(status: ExitStatus) -> i32 {
+pub fn exit_code(status: ExitStatus) -> i32 {
     status
         .code()
         .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
@@ -128,7 +128,7 @@ pub(crate) fn exit_code(status: ExitStatus) -> i32 {
 
 /// Ends corral as the program ended: with its exit code, or killed by the
 /// same signal (without a core file of corral's own).
-pub(crate) fn exit_like(status: ExitStatus) -> ! {
+pub fn exit_like(status: ExitStatus) -> ! {
     if let Some(sig) = status.signal() {
         die_of(sig);
     }
@@ -145,7 +145,7 @@ fn flush() {
 /// Ends corral killed by `sig`, as a shell or systemd expects of a process
 /// told to stop by it (without a core file of corral's own); exits with
 /// 128 + `sig` only if the signal does not end it.
-pub(crate) fn die_of(sig: libc::c_int) -> ! {
+pub fn die_of(sig: libc::c_int) -> ! {
     flush();
     let no_core = libc::rlimit {
         rlim_cur: 0,
@@ -176,7 +176,7 @@ static STOP_REQUESTED: AtomicI32 = AtomicI32::new(0);
 /// dying at once, so the caller can undo what it did to another process.
 /// A signal ignored already stays ignored (`nohup`, a background job's
 /// SIGINT).
-pub(crate) fn catch_stop_signals() {
+pub fn catch_stop_signals() {
     for sig in STOPPING {
         // SAFETY: a zeroed sigaction is valid; the handler is async-signal-safe;
         // `old` is written by the kernel before it is read.
@@ -197,7 +197,7 @@ pub(crate) fn catch_stop_signals() {
 }
 
 /// The stopping signal caught so far, if any.
-pub(crate) fn stop_requested() -> Option<libc::c_int> {
+pub fn stop_requested() -> Option<libc::c_int> {
     // Relaxed: the value is all the handler passes on; a poll loop reads it.
     match STOP_REQUESTED.load(Ordering::Relaxed) {
         0 => None,

@@ -6,21 +6,22 @@
 //! accuracy (paper 5, Sec. 3.2) of the last CA round against the planted
 //! groups.
 
+use corral_launch::launch::{find_preload, launch, Output};
+use corral_launch::CliError;
 use corral_policy::cluster::clustering_accuracy;
 use corral_runtime::config::{Policy, RuntimeConfig};
 use corral_runtime::events::{read_log, Event};
 use serde::Serialize;
 
 use super::worker::WorkerResult;
-use crate::cmd::launch::{find_preload, launch, Output};
-use crate::CliError;
+use crate::stats::median;
 
 /// Arguments of `corral bench ca`.
-#[derive(clap::Args)]
-pub(crate) struct BenchCaArgs {
+#[derive(clap::Args, Debug)]
+pub struct BenchCaArgs {
     /// Planted group counts, comma-separated (2 to 8).
-    #[arg(long, value_name = "LIST", default_value = "2,4", value_parser = crate::cmd::lists::parse_count_list)]
-    pub(crate) groups: crate::cmd::lists::Counts,
+    #[arg(long, value_name = "LIST", default_value = "2,4", value_parser = corral_launch::lists::parse_count_list)]
+    pub(crate) groups: corral_launch::lists::Counts,
     /// Threads per planted group (CA records from 10 threads on).
     #[arg(long, value_name = "N", default_value_t = 6, value_parser = clap::value_parser!(u32).range(2..=64))]
     pub(crate) threads_per_group: u32,
@@ -124,14 +125,6 @@ struct RunOut {
     accuracy: Option<f64>,
     rounds: Option<u64>,
     coverage: Option<f64>,
-}
-
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    Some(v[v.len() / 2])
 }
 
 fn run_once(
@@ -256,17 +249,14 @@ pub(crate) fn measure(args: &BenchCaArgs) -> Result<BenchCaReport, CliError> {
             .zip(outs)
             .map(|(&policy, o)| Cell {
                 policy,
-                throughput: median(o.iter().map(|x| x.throughput).collect()).unwrap_or(0.0),
+                throughput: median(o.iter().map(|x| x.throughput)).unwrap_or(0.0),
                 runs: o.iter().map(|x| x.throughput).collect(),
-                wait_share: median(o.iter().filter_map(|x| x.wait_share).collect()),
-                accuracy: median(o.iter().filter_map(|x| x.accuracy).collect()),
-                rounds: median(
-                    o.iter()
-                        .filter_map(|x| x.rounds.map(|r| r as f64))
-                        .collect(),
-                )
-                .map(|r| r as u64),
-                coverage: median(o.iter().filter_map(|x| x.coverage).collect()),
+                wait_share: median(o.iter().filter_map(|x| x.wait_share)),
+                accuracy: median(o.iter().filter_map(|x| x.accuracy)),
+                // A whole count: between two middle counts, the upper one.
+                rounds: median(o.iter().filter_map(|x| x.rounds.map(|r| r as f64)))
+                    .map(|r| r.round() as u64),
+                coverage: median(o.iter().filter_map(|x| x.coverage)),
             })
             .collect();
         let cores = (corral_runtime::affinity::allowed_cpus().len() as u32).max(2);

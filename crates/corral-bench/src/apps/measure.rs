@@ -6,13 +6,13 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use corral_launch::launch::{launch_observed, Output, UNIFORM};
+use corral_launch::CliError;
 use corral_runtime::config::RuntimeConfig;
 
 use super::catalog::{App, Column, Done};
 use super::fixture::Fixture;
 use super::report::{Sample, Status};
-use crate::cmd::launch::{launch_observed, Output, UNIFORM};
-use crate::CliError;
 
 /// What every run needs.
 pub(super) struct Bench<'a> {
@@ -178,7 +178,7 @@ fn launch_limited(
     argv: &[std::ffi::OsString],
     output: Output,
     limit: Duration,
-) -> Result<(crate::cmd::launch::Outcome, Vec<u8>, bool), CliError> {
+) -> Result<(corral_launch::launch::Outcome, Vec<u8>, bool), CliError> {
     let (fd_tx, fd_rx) = mpsc::channel::<i32>();
     let (done_tx, done_rx) = mpsc::channel::<()>();
     let watchdog = std::thread::spawn(move || -> bool {

@@ -4,7 +4,8 @@
 use corral_policy::faithful::{FfParams, FfSlice, WakeupPreemption};
 use serde::Serialize;
 
-use super::stats::{Spread, Verdict};
+use super::verdict::Verdict;
+use crate::stats::Spread;
 
 /// Who schedules a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -146,23 +147,14 @@ pub(crate) struct BenchFfReport {
     pub(crate) sim: Vec<SimRow>,
 }
 
-/// Median/range of `f` over `runs`.
-pub(super) fn spread(runs: &[Run], f: impl Fn(&Run) -> f64) -> Spread {
-    let xs: Vec<f64> = runs.iter().map(f).collect();
-    Spread::of(&xs).unwrap_or(Spread {
-        median: f64::NAN,
-        min: f64::NAN,
-        max: f64::NAN,
-    })
-}
-
 /// Each arm's runs summarised, with its verdict against the first arm
 /// (default).
 pub(super) fn summarise(arms: &[Arm], runs: Vec<Vec<Run>>) -> Vec<ArmRuns> {
     let mut out: Vec<ArmRuns> = Vec::new();
     for (&arm, runs) in arms.iter().zip(runs) {
-        let throughput = spread(&runs, |r| r.throughput);
-        let involuntary = spread(&runs, |r| r.involuntary as f64);
+        let throughput = Spread::of(runs.iter().map(|r| r.throughput)).unwrap_or(Spread::NAN);
+        let involuntary =
+            Spread::of(runs.iter().map(|r| r.involuntary as f64)).unwrap_or(Spread::NAN);
         let verdict = out
             .first()
             .map(|d| Verdict::of((&d.throughput, &d.involuntary), (&throughput, &involuntary)));
@@ -170,7 +162,7 @@ pub(super) fn summarise(arms: &[Arm], runs: Vec<Vec<Run>>) -> Vec<ArmRuns> {
             arm,
             throughput,
             involuntary,
-            voluntary: spread(&runs, |r| r.voluntary as f64),
+            voluntary: Spread::of(runs.iter().map(|r| r.voluntary as f64)).unwrap_or(Spread::NAN),
             verdict,
             runs,
         });
@@ -220,14 +212,11 @@ mod tests {
             ],
         );
         let ff = out[1].verdict.unwrap();
-        assert_eq!(ff.throughput, crate::cmd::bench::ff::stats::Change::Same);
+        assert_eq!(ff.throughput, crate::stats::Change::Same);
         assert_eq!(ff.control_throughput_ratio, Some(0.84));
         // The control itself keeps its plain verdict.
         let again = out[2].verdict.unwrap();
-        assert_eq!(
-            again.throughput,
-            crate::cmd::bench::ff::stats::Change::Lower
-        );
+        assert_eq!(again.throughput, crate::stats::Change::Lower);
         assert_eq!(again.control_throughput_ratio, None);
         // Without the control the same FF runs are a loss.
         let alone = summarise(

@@ -4,15 +4,15 @@
 
 use std::path::Path;
 
+use corral_launch::launch::{launch_observed, Output, UNIFORM};
+use corral_launch::CliError;
 use corral_policy::faithful::FfParams;
 use corral_runtime::config::{Policy, RuntimeConfig};
 use corral_runtime::faithful::{FfDriver, FfReport};
 
 use super::report::{Run, SimRow};
-use crate::cmd::bench::apps::catalog::App;
-use crate::cmd::bench::apps::fixture::Fixture;
-use crate::cmd::launch::{launch_observed, Output, UNIFORM};
-use crate::CliError;
+use crate::apps::catalog::App;
+use crate::apps::fixture::Fixture;
 
 /// (voluntary, involuntary) switches of this process's reaped children.
 fn children_switches() -> (u64, u64) {

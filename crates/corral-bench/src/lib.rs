@@ -1,27 +1,32 @@
 //! `corral bench ...`: benchmarks that measure; each compares ratios taken
-//! side by side in one run.
+//! side by side in one run. The `corral` command line parses
+//! [`BenchCommand`] and hands it to [`run`]; `corral demo` measures with
+//! [`counter`]. Every bench reads its repeated runs with one statistics
+//! module (median, spread, bootstrap interval, verdict).
 
 mod apps;
 mod ca;
-pub(crate) mod counter;
+pub mod counter;
 mod ff;
 mod kernel;
 mod lockbench;
 mod locks;
+mod stats;
 mod worker;
 
-use crate::CliError;
+use corral_launch::CliError;
 
-/// Whether a ratio `r` to a baseline is no farther from 1x than `control`,
-/// the baseline measured against itself at the same point: the machine's
-/// own noise there (bench apps' glibc-again, bench ff's default-again).
-pub(crate) fn within_noise(r: f64, control: f64) -> bool {
-    (r - 1.0).abs() <= (control - 1.0).abs()
-}
+pub use apps::BenchAppsArgs;
+pub use ca::BenchCaArgs;
+pub use counter::BenchCounterArgs;
+pub use ff::BenchFfArgs;
+pub use kernel::BenchKernelArgs;
+pub use locks::BenchLocksArgs;
+pub use worker::WorkerArgs;
 
 /// The `corral bench` subcommands.
-#[derive(clap::Subcommand)]
-pub(crate) enum BenchCommand {
+#[derive(clap::Subcommand, Debug)]
+pub enum BenchCommand {
     /// The lock algorithms: uncontended cost, cross-core handoff, throughput
     /// versus threads (paper 3's microbenchmark), instrumentation overhead.
     #[command(allow_negative_numbers = true)]
@@ -65,7 +70,7 @@ pub(crate) enum BenchCommand {
 }
 
 /// Runs one benchmark subcommand.
-pub(crate) fn run(cmd: BenchCommand) -> Result<(), CliError> {
+pub fn run(cmd: BenchCommand) -> Result<(), CliError> {
     match cmd {
         BenchCommand::Locks(args) => locks::run(args),
         BenchCommand::Kernel(args) => kernel::run(args),

@@ -12,9 +12,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
+use corral_launch::CliError;
 use serde::{Deserialize, Serialize};
 
-use crate::CliError;
 use catalog::Bench;
 use fixture::{Fixture, FixtureShape};
 use workloads::Worker;
@@ -26,7 +26,7 @@ Each benchmark is a real program: N threads of this process (or, with \
 --processes, N processes) loop over system calls that contend the kernel's \
 locks. Run it under `corral run --kernel-locks` or `corral attach` to see the \
 waiting. Data lives in a scratch directory on tmpfs (--dir), removed after.")]
-pub(crate) struct BenchKernelArgs {
+pub struct BenchKernelArgs {
     /// Benchmarks to run (comma-separated), or `all`.
     #[arg(value_name = "BENCH", required = true, value_delimiter = ',', value_parser = parse_bench)]
     pub(crate) benches: Vec<Option<Bench>>,

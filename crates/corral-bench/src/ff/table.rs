@@ -5,7 +5,7 @@ use std::fmt::Write;
 use corral_policy::faithful::FfSlice;
 
 use super::report::{ArmRuns, BenchFfReport, Run};
-use super::stats::Spread;
+use crate::stats::Spread;
 
 /// Paper 4's published figures (Sec. IV, 24 cores, OpenSolaris TS as the
 /// baseline), said under the table.

@@ -1,77 +1,11 @@
-//! `corral bench ff`'s figures over repeated runs: medians and ranges, and
-//! the verdict on each point, which a noisy machine cannot talk into a gain
-//! or a loss unless the ranges part.
+//! `corral bench ff`'s verdict on each point: FF's throughput and
+//! involuntary switches against the default scheduler's, each a
+//! [`Change`] over the repeats' spreads, which a noisy machine cannot talk
+//! into a gain or a loss unless the ranges part.
 
 use serde::Serialize;
 
-/// A ratio of medians closer to 1 than this is noise whatever the ranges.
-const MARGIN: f64 = 0.05;
-
-/// Median and range of one figure over the repeats.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub(crate) struct Spread {
-    pub(crate) median: f64,
-    pub(crate) min: f64,
-    pub(crate) max: f64,
-}
-
-impl Spread {
-    /// Of a sample; `None` when empty.
-    pub(crate) fn of(xs: &[f64]) -> Option<Spread> {
-        let mut v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
-        if v.is_empty() {
-            return None;
-        }
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        let median = if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        };
-        Some(Spread {
-            median,
-            min: v[0],
-            max: v[n - 1],
-        })
-    }
-
-    /// Whether the two ranges share any value.
-    fn overlaps(&self, other: &Spread) -> bool {
-        self.min <= other.max && other.min <= self.max
-    }
-}
-
-/// How a figure under FF compares with the default scheduler's.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum Change {
-    /// Higher by more than 5% of the median, ranges apart.
-    Higher,
-    /// Lower by more than 5% of the median, ranges apart.
-    Lower,
-    /// Within 5%, or the ranges overlap: not told apart from noise.
-    Same,
-}
-
-impl Change {
-    /// `b` against `a` (FF against default).
-    pub(crate) fn judge(a: &Spread, b: &Spread) -> Change {
-        if a.median <= 0.0 {
-            return Change::Same;
-        }
-        let r = b.median / a.median;
-        if a.overlaps(b) {
-            Change::Same
-        } else if r > 1.0 + MARGIN {
-            Change::Higher
-        } else if r < 1.0 - MARGIN {
-            Change::Lower
-        } else {
-            Change::Same
-        }
-    }
-}
+use crate::stats::{within_noise, Change, Spread};
 
 /// One arm's verdict against the default scheduler at one point.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -113,7 +47,7 @@ impl Verdict {
     /// ratio is this machine's noise, not FF's doing.
     pub(crate) fn against(self, control: &Verdict) -> Verdict {
         let beyond = |change: Change, ratio: f64, noise: f64| {
-            if crate::cmd::bench::within_noise(ratio, noise) {
+            if within_noise(ratio, noise) {
                 Change::Same
             } else {
                 change
@@ -148,40 +82,17 @@ impl Verdict {
     }
 }
 
-/// `items` in an order drawn from `seed` (Fisher-Yates): the arms of every
-/// point interleaved, so that the machine's drift falls on all alike.
-pub(crate) fn shuffled<T>(mut items: Vec<T>, seed: u64) -> Vec<T> {
-    let mut rng = corral_sim::rng::Rng::seeded(seed);
-    for i in (1..items.len()).rev() {
-        let j = (rng.next_u64() % (i as u64 + 1)) as usize;
-        items.swap(i, j);
-    }
-    items
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn s(xs: &[f64]) -> Spread {
-        Spread::of(xs).unwrap()
+        Spread::of(xs.iter().copied()).unwrap()
     }
 
     #[test]
-    fn medians_ranges_and_verdicts() {
-        assert_eq!(Spread::of(&[]), None);
-        let a = s(&[3.0, 1.0, 2.0]);
-        assert_eq!((a.median, a.min, a.max), (2.0, 1.0, 3.0));
-        assert_eq!(s(&[1.0, 4.0]).median, 2.5);
+    fn verdicts_of_both_figures() {
         let base = s(&[100.0, 98.0, 102.0]);
-        // A 10% drop whose range overlaps the default's is noise.
-        assert_eq!(Change::judge(&base, &s(&[90.0, 85.0, 99.0])), Change::Same);
-        // Apart and 10% down: a loss; apart but 3% up: still the same.
-        assert_eq!(Change::judge(&base, &s(&[90.0, 89.0, 91.0])), Change::Lower);
-        assert_eq!(
-            Change::judge(&base, &s(&[105.0, 104.0, 105.5])),
-            Change::Same
-        );
         let icx = (s(&[1000.0, 900.0, 1100.0]), s(&[100.0, 90.0, 120.0]));
         let v = Verdict::of((&base, &icx.0), (&s(&[200.0, 190.0, 210.0]), &icx.1));
         assert_eq!(
@@ -209,16 +120,5 @@ mod tests {
         let quiet = Verdict::of((&base, &icx), (&s(&[97.0, 96.0, 98.0]), &icx));
         assert_eq!(ff.against(&quiet).throughput, Change::Lower);
         assert_eq!(ff.against(&quiet).word(), "LOSS");
-    }
-
-    #[test]
-    fn shuffles_reproducibly_and_keeps_every_item() {
-        let v: Vec<u32> = (0..20).collect();
-        let a = shuffled(v.clone(), 7);
-        assert_eq!(a, shuffled(v.clone(), 7));
-        assert_ne!(a, v);
-        let mut sorted = a.clone();
-        sorted.sort();
-        assert_eq!(sorted, v);
     }
 }

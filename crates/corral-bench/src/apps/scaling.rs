@@ -5,10 +5,11 @@
 //! all"): [`same_work`] measures that, every count given the 1-thread
 //! run's work, beside the table's points, whose work is sized on glibc.
 
+use corral_launch::CliError;
+
 use super::catalog::{App, Column};
 use super::measure::Bench;
 use super::report::{point, AppPoint, Sample};
-use crate::CliError;
 
 /// The share of its own 1-thread rate a lock that does not collapse keeps,
 /// where one lock is all the work.
@@ -147,7 +148,7 @@ fn listed(app: App, ratios: &[(u32, f64)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cmd::bench::apps::report::{point, Sample};
+    use crate::apps::report::{point, Sample};
 
     /// `app`'s point at `threads` in `column`, at `rate` units a second.
     fn at(app: App, threads: u32, column: Column, rate: f64) -> AppPoint {

@@ -130,26 +130,9 @@ pub(crate) fn throughput<L: RawLock>(threads: u32, duration: Duration) -> f64 {
     ops.load(Ordering::Relaxed) as f64 / elapsed.as_secs_f64()
 }
 
-/// Median of a non-empty sample.
-pub(crate) fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(|a, b| a.total_cmp(b));
-    let n = xs.len();
-    if n % 2 == 1 {
-        xs[n / 2]
-    } else {
-        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn median_of_odd_and_even_samples() {
-        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
-    }
 
     #[test]
     fn microbenchmark_counts_work_for_every_thread_count() {

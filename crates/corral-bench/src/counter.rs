@@ -3,23 +3,23 @@
 //! `corral run`, side by side with glibc's own locks, at several thread
 //! counts. Ratios come from one invocation.
 
+use corral_launch::launch::{find_preload, launch, Output};
+use corral_launch::CliError;
 use corral_locks::Algorithm;
 use corral_runtime::config::{Policy, RuntimeConfig, Waiting};
 use serde::Serialize;
 
 use super::worker::WorkerResult;
-use crate::cmd::launch::{find_preload, launch, Output};
-use crate::CliError;
 
 /// Arguments of `corral bench counter`.
-#[derive(clap::Args)]
-pub(crate) struct BenchCounterArgs {
+#[derive(clap::Args, Debug)]
+pub struct BenchCounterArgs {
     /// `counter` (paper 1), `list` or `counters` (paper 4).
     #[arg(long, default_value = "counter", value_parser = ["counter", "list", "counters"])]
     pub(crate) workload: String,
     /// Thread counts.
-    #[arg(long, value_name = "LIST", default_value = "1,2,4,8,16", value_parser = crate::cmd::lists::parse_count_list)]
-    pub(crate) threads: crate::cmd::lists::Counts,
+    #[arg(long, value_name = "LIST", default_value = "1,2,4,8,16", value_parser = corral_launch::lists::parse_count_list)]
+    pub(crate) threads: corral_launch::lists::Counts,
     /// Lock algorithm for policies `none` and `lca`.
     #[arg(long = "lock", value_name = "ALG", default_value = "ticket")]
     pub(crate) lock: Algorithm,
@@ -40,7 +40,7 @@ pub(crate) struct BenchCounterArgs {
 /// A policy column: glibc's locks, or corral's under a policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub(crate) enum BenchPolicy {
+pub enum BenchPolicy {
     /// glibc's own locks: the program runs without corral.
     Glibc,
     /// corral's locks and measurement without confinement, each waiter
@@ -101,7 +101,7 @@ fn parse_policies(s: &str) -> Result<Policies, String> {
 
 /// One measured point.
 #[derive(Clone, Debug, Serialize)]
-pub(crate) struct CounterPoint {
+pub struct CounterPoint {
     /// `counter`, `list` or `counters`.
     pub(crate) workload: String,
     /// Threads of the worker program.
@@ -124,7 +124,7 @@ struct CounterReport {
 }
 
 /// Measures every (threads, policy) point, printing progress if asked.
-pub(crate) fn measure(
+pub fn measure(
     workload: &str,
     threads: &[u32],
     policies: &[BenchPolicy],
@@ -217,11 +217,7 @@ pub(crate) fn measure(
 }
 
 /// Throughput of `policy` at `threads`, if measured.
-pub(crate) fn throughput_of(
-    points: &[CounterPoint],
-    threads: u32,
-    policy: BenchPolicy,
-) -> Option<f64> {
+pub fn throughput_of(points: &[CounterPoint], threads: u32, policy: BenchPolicy) -> Option<f64> {
     points
         .iter()
         .find(|p| p.threads == threads && p.policy == policy)
@@ -229,7 +225,7 @@ pub(crate) fn throughput_of(
 }
 
 /// Prints the table: one row per thread count, one column per policy.
-pub(crate) fn print_table(points: &[CounterPoint], threads: &[u32], policies: &[BenchPolicy]) {
+pub fn print_table(points: &[CounterPoint], threads: &[u32], policies: &[BenchPolicy]) {
     let mut header = format!("{:>8}", "threads");
     for p in policies {
         header.push_str(&format!(" {:>16}", format!("{} ops/s", p.name())));

@@ -6,25 +6,25 @@
 
 mod measure;
 mod report;
-mod stats;
 pub(crate) mod table;
+mod verdict;
 
 use std::path::Path;
 
+use corral_launch::launch::{find_preload, resolve_program};
+use corral_launch::CliError;
 use corral_policy::faithful::FfParams;
 
 use super::apps::catalog::App;
 use super::apps::fixture::Fixture;
-use crate::cmd::launch::{find_preload, resolve_program};
-use crate::CliError;
+use crate::stats::Spread;
 use measure::{calibrate, run_one, run_pair, simulate};
 pub(crate) use report::BenchFfReport;
-use report::{spread, summarise, Arm, Pair, PairArm, Row, Run};
-use stats::{shuffled, Spread};
+use report::{summarise, Arm, Pair, PairArm, Row, Run};
 
 /// Arguments of `corral bench ff`.
-#[derive(clap::Args)]
-pub(crate) struct BenchFfArgs {
+#[derive(clap::Args, Debug)]
+pub struct BenchFfArgs {
     /// Programs, comma-separated (as `bench apps --apps`).
     #[arg(
         long,
@@ -265,15 +265,14 @@ fn pair(
         .zip(got)
         .map(|(&arm, runs)| {
             let side = |i: usize| {
-                let v: Vec<Run> = runs.iter().map(|r| r.0[i].clone()).collect();
-                spread(&v, |r| r.throughput)
+                Spread::of(runs.iter().map(|r| r.0[i].throughput)).unwrap_or(Spread::NAN)
             };
-            let icx: Vec<f64> = runs.iter().map(|r| r.1 as f64).collect();
+            let icx = runs.iter().map(|r| r.1 as f64);
             let last = runs.last();
             PairArm {
                 arm,
                 throughput: [side(0), side(1)],
-                involuntary: Spread::of(&icx).unwrap_or(side(0)),
+                involuntary: Spread::of(icx).unwrap_or(side(0)),
                 quantum_ms: [0, 1].map(|i| last.and_then(|r| r.0[i].quantum_ms)),
             }
         })
@@ -282,4 +281,31 @@ fn pair(
         apps: [apps[0].name(), apps[1].name()],
         arms,
     })
+}
+
+/// `items` in an order drawn from `seed` (Fisher-Yates): the arms of every
+/// point interleaved, so that the machine's drift falls on all alike.
+pub(crate) fn shuffled<T>(mut items: Vec<T>, seed: u64) -> Vec<T> {
+    let mut rng = corral_sim::rng::Rng::seeded(seed);
+    for i in (1..items.len()).rev() {
+        let j = (rng.next_u64() % (i as u64 + 1)) as usize;
+        items.swap(i, j);
+    }
+    items
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shuffles_reproducibly_and_keeps_every_item() {
+        let v: Vec<u32> = (0..20).collect();
+        let a = shuffled(v.clone(), 7);
+        assert_eq!(a, shuffled(v.clone(), 7));
+        assert_ne!(a, v);
+        let mut sorted = a.clone();
+        sorted.sort();
+        assert_eq!(sorted, v);
+    }
 }

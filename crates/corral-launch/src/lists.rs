@@ -3,7 +3,7 @@
 /// A parsed list flag. A newtype because clap reads a bare `Vec<u32>` field
 /// as "the flag may repeat", not as one list value.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Counts(pub Vec<u32>);
+pub struct Counts(pub Vec<u32>);
 
 impl std::ops::Deref for Counts {
     type Target = [u32];
@@ -16,7 +16,7 @@ impl std::ops::Deref for Counts {
 /// `N` or an inclusive range `A..B` (also `A..=B`). Used as a clap
 /// `value_parser`, so the error text is what clap prints after naming the
 /// flag and the value.
-pub(crate) fn parse_count_list(s: &str) -> Result<Counts, String> {
+pub fn parse_count_list(s: &str) -> Result<Counts, String> {
     const ALLOWED: &str = "expected positive integers like '4', '1,2,8' or a range '1..48'";
     let mut out = Vec::new();
     if s.trim().is_empty() {

@@ -4,14 +4,15 @@
 
 use std::time::Duration;
 
+use corral_launch::CliError;
 use corral_locks::{with_lock_type, Algorithm, Timed, UnknownAlgorithm};
 use serde::Serialize;
 
 use super::lockbench;
-use crate::CliError;
+use crate::stats::median;
 
 /// Arguments of `corral bench locks`.
-#[derive(clap::Args)]
+#[derive(clap::Args, Debug)]
 #[command(after_help = "\
 The throughput case is paper 3's microbenchmark (Fig. 10): every thread loops \
 acquiring one shared lock, updating 4 shared cache lines, and releasing it. \
@@ -19,14 +20,14 @@ Thread counts above the number of CPUs show how each algorithm degrades when \
 waiters are preempted: spinning FIFO locks (ticket, MCS, CLH, K42) hand the \
 lock to a waiter that may not be running. Ratios are measured side by side in \
 one run; compare them, not absolute times across runs.")]
-pub(crate) struct BenchLocksArgs {
+pub struct BenchLocksArgs {
     /// Algorithms to measure (comma-separated), or `all`.
     #[arg(long, value_name = "LIST", default_value = "all", value_parser = parse_algorithms)]
     pub(crate) algs: AlgList,
     /// Thread counts for the throughput case, e.g. `1,2,4,8,16` or `1..4`.
     #[arg(long, value_name = "LIST", default_value = "1,2,4,8,16",
-          value_parser = crate::cmd::lists::parse_count_list)]
-    pub(crate) threads: crate::cmd::lists::Counts,
+          value_parser = corral_launch::lists::parse_count_list)]
+    pub(crate) threads: corral_launch::lists::Counts,
     /// Length of each throughput point.
     #[arg(long, value_name = "MS", default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) duration_ms: u64,
@@ -43,7 +44,7 @@ pub(crate) struct BenchLocksArgs {
 
 /// A parsed `--algs` list, without repeats. A newtype so that clap reads it
 /// as one value.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub(crate) struct AlgList(pub Vec<Algorithm>);
 
 /// Parses `--algs`: comma-separated algorithm names, or `all`.
@@ -144,9 +145,9 @@ fn uncontended_row<L: corral_locks::RawLock>(
     }
     UncontendedRow {
         alg: alg.name().to_string(),
-        raw_ns: lockbench::median(raw),
-        instrumented_ns: lockbench::median(inst),
-        overhead_ratio: lockbench::median(ratio),
+        raw_ns: median(raw).unwrap_or(f64::NAN),
+        instrumented_ns: median(inst).unwrap_or(f64::NAN),
+        overhead_ratio: median(ratio).unwrap_or(f64::NAN),
     }
 }
 
@@ -178,7 +179,7 @@ fn measure(args: &BenchLocksArgs, progress: bool) -> LockBenchReport {
             .collect();
         report.handoff.push(HandoffRow {
             alg: alg.name().into(),
-            ns: lockbench::median(samples),
+            ns: median(samples).unwrap_or(f64::NAN),
         });
     }
     report.throughput = throughput_points(

@@ -11,7 +11,7 @@ use corral_runtime::config::{
 };
 use corral_runtime::stats::{StatsMap, StatsSnapshot};
 
-use super::signals;
+use crate::signals;
 use crate::CliError;
 
 /// The preload library's file name.
@@ -26,7 +26,7 @@ const SHIM_NAME: &str = "libcorral_shim.so";
 /// executable. Run from a cargo target directory of this workspace (e.g.
 /// `cargo run --release -- demo` on a fresh clone, which builds only the
 /// CLI), a missing library is built once with cargo.
-pub(crate) fn find_preload() -> Result<PathBuf, CliError> {
+pub fn find_preload() -> Result<PathBuf, CliError> {
     if let Some(p) = std::env::var_os(ENV_PRELOAD) {
         let p = PathBuf::from(p);
         return if p.is_file() {
@@ -91,7 +91,7 @@ fn build_preload(dir: &Path) -> Result<(), CliError> {
 
 /// Resolves PROG as the shell would (a path, or a name on `$PATH`);
 /// `None` if there is no such executable file.
-pub(crate) fn resolve_program(prog: &std::ffi::OsStr) -> Option<PathBuf> {
+pub fn resolve_program(prog: &std::ffi::OsStr) -> Option<PathBuf> {
     let is_exec = |p: &Path| {
         use std::os::unix::fs::PermissionsExt;
         p.is_file()
@@ -133,24 +133,26 @@ fn preload_list(old: Option<std::ffi::OsString>, lib: &Path) -> std::ffi::OsStri
 }
 
 /// What a run left behind.
-pub(crate) struct Outcome {
+#[derive(Debug)]
+pub struct Outcome {
     /// How the program ended.
-    pub(crate) status: ExitStatus,
+    pub status: ExitStatus,
     /// The stats file's last state (none if the runtime could not write it).
-    pub(crate) stats: Option<StatsSnapshot>,
+    pub stats: Option<StatsSnapshot>,
     /// The program's `/proc/PID/maps` at its exit (where it kept a lock
     /// profile), to name the profile's addresses.
-    pub(crate) maps: Option<String>,
+    pub maps: Option<String>,
     /// From just before the spawn to the reaping.
-    pub(crate) wall: Duration,
+    pub wall: Duration,
     /// User plus system CPU time of the program and of the descendants it
     /// waited for (the `RUSAGE_CHILDREN` difference over the run: this
     /// process reaps no other child meanwhile).
-    pub(crate) cpu: Duration,
+    pub cpu: Duration,
 }
 
 /// How the program's output is handled.
-pub(crate) enum Output {
+#[derive(Debug)]
+pub enum Output {
     /// Shares corral's stdout and stderr.
     Inherit,
     /// stdout is captured and returned.
@@ -161,13 +163,13 @@ pub(crate) enum Output {
 
 /// How a program is started.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Spawn {
+pub enum Spawn {
     /// Every run alike, with or without corral: fork, arm the death signal
     /// in the child, exec. What benchmarks use, so that the columns they
     /// compare pay the same start.
     Uniform,
     /// For a program the preloaded library loads into (the caller checked:
-    /// [`super::elf::loads_preloads`]): vfork and exec at once
+    /// [`crate::elf::loads_preloads`]): vfork and exec at once
     /// (`posix_spawn`), and the library arms the death signal; about 0.3 ms
     /// sooner on a 2-CPU VM than a fork of corral. Without a preload, as
     /// [`Spawn::Uniform`].
@@ -176,7 +178,7 @@ pub(crate) enum Spawn {
 
 /// What is read back from a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Collect {
+pub enum Collect {
     /// The exit status, times, stats file and lock maps.
     Everything,
     /// The exit status and times only; the program's files are removed
@@ -185,11 +187,11 @@ pub(crate) enum Collect {
 }
 
 /// How benchmarks start every run: alike, and everything read back.
-pub(crate) const UNIFORM: (Spawn, Collect) = (Spawn::Uniform, Collect::Everything);
+pub const UNIFORM: (Spawn, Collect) = (Spawn::Uniform, Collect::Everything);
 
 /// Runs `prog` under the preload with `cfg` (or without corral when
 /// `preload` is `None`), waits for it, and collects its stats file.
-pub(crate) fn launch(
+pub fn launch(
     cfg: &RuntimeConfig,
     preload: Option<&Path>,
     prog: &[std::ffi::OsString],
@@ -215,7 +217,7 @@ fn encoded_topology() -> Option<&'static str> {
 
 /// [`launch`], calling `on_spawn` with the child's pid as soon as it exists
 /// (the kernel-lock monitor starts tracking it there).
-pub(crate) fn launch_observed(
+pub fn launch_observed(
     cfg: &RuntimeConfig,
     preload: Option<&Path>,
     prog: &[std::ffi::OsString],
@@ -232,13 +234,13 @@ pub(crate) fn launch_observed(
     if let Some(lib) = preload {
         // The shim only where the full library's TLS size is known: its
         // late dlopen needs that room (see static_tls).
-        let shim = shim_beside(lib).zip(super::static_tls::need_of(lib).ok());
+        let shim = shim_beside(lib).zip(crate::static_tls::need_of(lib).ok());
         let first = match shim {
             Some((shim, need)) => {
                 cmd.env(ENV_SHIM_TARGET, std::path::absolute(lib)?);
                 cmd.env(
                     "GLIBC_TUNABLES",
-                    super::static_tls::tunables_with_room(
+                    crate::static_tls::tunables_with_room(
                         std::env::var_os("GLIBC_TUNABLES").as_deref(),
                         need,
                     ),
@@ -259,7 +261,7 @@ pub(crate) fn launch_observed(
             cmd.env(ENV_TOPOLOGY, topo);
         }
         if let Ok(name) = corral_runtime::config::ENV_TSC_Q32_C.to_str() {
-            cmd.env(name, super::tsc::calibration_q32().to_string());
+            cmd.env(name, crate::tsc::calibration_q32().to_string());
         }
         match events {
             Some(p) => cmd.env(ENV_EVENTS, p),

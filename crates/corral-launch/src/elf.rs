@@ -60,7 +60,7 @@ pub(crate) fn segments(elf: &[u8]) -> Option<Vec<Segment>> {
 /// in `LD_PRELOAD` loads into it: an ELF file with an interpreter, or a
 /// script (`#!`) whose interpreter is such a file. False for a static
 /// program and for anything unreadable.
-pub(crate) fn loads_preloads(program: &Path) -> bool {
+pub fn loads_preloads(program: &Path) -> bool {
     let Ok(bytes) = head(program) else {
         return false;
     };

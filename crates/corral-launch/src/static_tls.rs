@@ -12,7 +12,7 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::Path;
 
-use super::elf;
+use crate::elf;
 
 /// The tunable that sizes the surplus.
 const TUNABLE: &str = "glibc.rtld.optional_static_tls";
@@ -75,7 +75,7 @@ mod tests {
 
     #[test]
     fn the_tls_segment_needs_its_size_and_alignment() {
-        use crate::cmd::elf::tests::elf_with;
+        use crate::elf::tests::elf_with;
         assert_eq!(need_in(&elf_with(elf::PT_TLS, 4800, 64)), Some(4864));
         assert_eq!(need_in(&elf_with(1, 4800, 64)), Some(0));
         assert_eq!(need_in(b"\x7fELF\x01\x01"), None);

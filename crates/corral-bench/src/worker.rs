@@ -8,13 +8,12 @@ use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use corral_launch::CliError;
 use serde::Serialize;
-
-use crate::CliError;
 
 /// Arguments of the hidden worker subcommand.
 #[derive(clap::Args, Clone, Debug)]
-pub(crate) struct WorkerArgs {
+pub struct WorkerArgs {
     /// `counter`, `list`, `counters` or `groups` (paper 5's planted groups:
     /// thread t in group t % --groups, two locks per group, one lock every
     /// thread takes every 16th operation).

@@ -4,16 +4,16 @@ use std::fmt;
 
 /// An error the user can act on, printed as one line after `error: `.
 #[derive(Debug)]
-pub(crate) struct CliError(pub String);
+pub struct CliError(pub String);
 
 impl CliError {
     /// A bad value for `flag`: names the flag, the value, and what is allowed.
-    pub(crate) fn bad_value(flag: &str, value: &str, allowed: &str) -> Self {
+    pub fn bad_value(flag: &str, value: &str, allowed: &str) -> Self {
         CliError(format!("{flag}: invalid value '{value}': {allowed}"))
     }
 
     /// `--seconds` of a simulation: positive and finite.
-    pub(crate) fn check_sim_seconds(seconds: f64) -> Result<(), Self> {
+    pub fn check_sim_seconds(seconds: f64) -> Result<(), Self> {
         if seconds > 0.0 && seconds.is_finite() {
             return Ok(());
         }
@@ -51,26 +51,5 @@ impl From<corral_runtime::config::ConfigError> for CliError {
 impl From<serde_json::Error> for CliError {
     fn from(e: serde_json::Error) -> Self {
         CliError(e.to_string())
-    }
-}
-
-/// Prints clap's help/version as usual; any parse error as its first line
-/// only (clap's line already names the flag, the value and the reason), then
-/// exits 2.
-pub(crate) fn exit_with_clap_error(e: clap::Error) -> ! {
-    use clap::error::ErrorKind;
-    match e.kind() {
-        ErrorKind::DisplayHelp
-        | ErrorKind::DisplayVersion
-        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
-        _ => {
-            let text = e.render().to_string();
-            let first = text
-                .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("error");
-            eprintln!("{first}");
-            std::process::exit(2);
-        }
     }
 }

@@ -5,11 +5,11 @@
 use std::ops::Range;
 use std::time::Instant;
 
+use corral_launch::CliError;
+
 use super::catalog::{App, Column};
 use super::confirm::{self, Confirmation};
-use super::interval::ratio_interval;
-use super::report::{point, short, Sample, Status, MIN_RATIO};
-use crate::CliError;
+use super::report::{point, ratio_interval, short, Sample, Status, MIN_RATIO};
 
 /// Runs one column once at the point being measured.
 pub(super) type Sampler<'a> = dyn FnMut(Column) -> Result<Sample, CliError> + 'a;

@@ -6,7 +6,6 @@
 pub(crate) mod catalog;
 mod confirm;
 pub(crate) mod fixture;
-mod interval;
 mod measure;
 mod pin;
 mod report;
@@ -16,12 +15,14 @@ mod scaling;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use corral_launch::launch::{find_preload, resolve_program};
+use corral_launch::CliError;
 use corral_locks::Algorithm;
 use corral_runtime::topology::format_cpu_list;
 use serde::Serialize;
 
-use crate::cmd::launch::{find_preload, resolve_program};
-use crate::CliError;
+use crate::stats::MIN_ROUNDS;
+
 use catalog::{App, Column};
 use fixture::Fixture;
 use measure::{loadavg, Bench};
@@ -38,7 +39,7 @@ const TIMEOUT_FACTOR: u64 = 20;
 const TIMEOUT_ALLOWANCE_MS: u64 = 10_000;
 
 /// Arguments of `corral bench apps`.
-#[derive(clap::Args)]
+#[derive(clap::Args, Debug)]
 #[command(after_help = "\
 THE PROGRAMS (Debian packages; scripts/ci-deps.sh installs them)
   sysbench-mutex    sysbench mutex, one mutex, no work outside it: pure lock
@@ -130,14 +131,14 @@ EXAMPLES
                                                      the acceptance table
   corral bench apps --apps stress-ng-mutex --pin-cpus 0 --locks default
                                                      one CPU, low noise")]
-pub(crate) struct BenchAppsArgs {
+pub struct BenchAppsArgs {
     /// Programs (comma-separated): sysbench-mutex, sysbench-threads,
     /// stress-ng-mutex, pigz, git-grep, or `all`.
     #[arg(long, value_name = "LIST", default_value = "all", value_parser = parse_apps)]
     pub(crate) apps: Apps,
     /// Thread counts (for stress-ng-mutex: processes of two threads each).
     #[arg(long, value_name = "LIST", default_value = "1,2,4,8,16,32,64", value_parser = parse_threads)]
-    pub(crate) threads: crate::cmd::lists::Counts,
+    pub(crate) threads: corral_launch::lists::Counts,
     /// Columns besides glibc (always measured): `default`, lock algorithm
     /// names, or `all` (default plus every algorithm).
     #[arg(long, value_name = "LIST", default_value = "all", value_parser = parse_columns)]
@@ -214,8 +215,8 @@ fn parse_apps(s: &str) -> Result<Apps, String> {
 
 /// `--threads`: stress-ng and sysbench accept far more, but a point past a
 /// few hundred threads on a small machine only measures thread creation.
-fn parse_threads(s: &str) -> Result<crate::cmd::lists::Counts, String> {
-    let counts = crate::cmd::lists::parse_count_list(s)?;
+fn parse_threads(s: &str) -> Result<corral_launch::lists::Counts, String> {
+    let counts = corral_launch::lists::parse_count_list(s)?;
     match counts.iter().find(|&&n| n > 1024) {
         Some(n) => Err(format!("{n} threads is over the limit of 1024")),
         None => Ok(counts),
@@ -338,10 +339,10 @@ pub(crate) fn run(args: BenchAppsArgs) -> Result<(), CliError> {
             ));
         }
     }
-    if args.confirm_rounds > 0 && (args.repeat as usize) < interval::MIN_ROUNDS {
+    if args.confirm_rounds > 0 && (args.repeat as usize) < MIN_ROUNDS {
         return Err(CliError(format!(
             "--confirm-rounds {} needs --repeat {} or more: the open verdicts it settles are read from a 95% interval over the rounds, and {} round(s) give none",
-            args.confirm_rounds, interval::MIN_ROUNDS, args.repeat
+            args.confirm_rounds, MIN_ROUNDS, args.repeat
         )));
     }
     if args.confirm_rounds > 0 && !args.locks.0.contains(&Column::Default) {
@@ -457,7 +458,7 @@ pub(crate) fn run(args: BenchAppsArgs) -> Result<(), CliError> {
             points.push(glibc.clone());
             for (i, &c) in columns.iter().enumerate().skip(1) {
                 let mut p = point(app, n, c, work, &samples[i], Some(&glibc));
-                p.ratio_interval = interval::ratio_interval(&samples[0], &samples[i]);
+                p.ratio_interval = report::ratio_interval(&samples[0], &samples[i]);
                 if Some(i) == default_at {
                     p.confirmation = confirmation.clone();
                 }

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::catalog::{App, Column, Done};
 use super::confirm::describe;
-use crate::cmd::bench::within_noise;
+use crate::stats::{self, within_noise, Spread};
 
 /// A point loses when its throughput is below this share of glibc's...
 pub(super) const MIN_RATIO: f64 = 0.95;
@@ -157,15 +157,17 @@ impl Sample {
     }
 }
 
-/// The median of `v` (not empty).
-pub(super) fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+/// The 95% interval of `column`'s median throughput over `glibc`'s, where
+/// `glibc[r]` and `column[r]` ran in round `r` ([`stats::ratio_interval`]
+/// over their rates); `None` with fewer than [`stats::MIN_ROUNDS`] rounds
+/// or any run that did not end well.
+pub(super) fn ratio_interval(glibc: &[Sample], column: &[Sample]) -> Option<(f64, f64)> {
+    let rates = |runs: &[Sample]| -> Option<Vec<f64>> {
+        runs.iter()
+            .map(|s| (s.status == Status::Ok).then(|| s.rate()))
+            .collect()
+    };
+    stats::ratio_interval(&rates(glibc)?, &rates(column)?)
 }
 
 /// Folds the repeats of one point into its medians.
@@ -184,18 +186,19 @@ pub(super) fn point(
         .map(|s| s.status)
         .find(|&s| s != Status::Ok)
         .unwrap_or(Status::Ok);
-    let rates: Vec<f64> = ok.iter().map(|s| s.rate()).collect();
-    let throughput = (status == Status::Ok).then(|| median(rates.clone()));
-    let throughput_range = (status == Status::Ok).then(|| {
-        let lo = rates.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = rates.iter().copied().fold(0.0, f64::max);
-        (lo, hi)
-    });
-    let wall_s = median(samples.iter().map(|s| s.wall_s).collect());
-    let timed_s =
-        (status == Status::Ok).then(|| median(ok.iter().map(|s| s.done.seconds).collect()));
-    let cpu_s = median(samples.iter().map(|s| s.cpu_s).collect());
-    let units = (status == Status::Ok).then(|| median(ok.iter().map(|s| s.done.units).collect()));
+    let rates = (status == Status::Ok)
+        .then(|| Spread::of(ok.iter().map(|s| s.rate())))
+        .flatten();
+    let throughput = rates.map(|r| r.median);
+    let throughput_range = rates.map(|r| (r.min, r.max));
+    let wall_s = stats::median(samples.iter().map(|s| s.wall_s)).unwrap_or(f64::NAN);
+    let timed_s = (status == Status::Ok)
+        .then(|| stats::median(ok.iter().map(|s| s.done.seconds)))
+        .flatten();
+    let cpu_s = stats::median(samples.iter().map(|s| s.cpu_s)).unwrap_or(f64::NAN);
+    let units = (status == Status::Ok)
+        .then(|| stats::median(ok.iter().map(|s| s.done.units)))
+        .flatten();
     let base = glibc.filter(|g| g.status == Status::Ok);
     AppPoint {
         app,
@@ -753,11 +756,25 @@ mod tests {
     }
 
     #[test]
-    fn medians_and_short_numbers() {
-        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
+    fn short_numbers() {
         assert_eq!(short(25_123_456.0), "25.1M");
         assert_eq!(short(456_789.0), "457k");
         assert_eq!(short(7.891), "7.89");
+    }
+
+    #[test]
+    fn an_interval_needs_enough_rounds_that_all_ended_well() {
+        let runs =
+            |rates: &[f64]| -> Vec<Sample> { rates.iter().map(|&r| Sample::at_rate(r)).collect() };
+        let glibc = runs(&[100.0, 101.0, 99.0, 100.0]);
+        assert_eq!(
+            ratio_interval(&glibc, &runs(&[90.0, 91.0, 89.0, 90.0])),
+            None
+        );
+        let glibc = runs(&[100.0; 5]);
+        let mut col = runs(&[90.0; 5]);
+        assert!(ratio_interval(&glibc, &col).is_some());
+        col[1].status = Status::Timeout;
+        assert_eq!(ratio_interval(&glibc, &col), None);
     }
 }

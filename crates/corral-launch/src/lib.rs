@@ -1,0 +1,16 @@
+//! What `corral run` and the benchmarks share to start a program under
+//! corral's preload library: finding (or building) `libcorral_preload.so`,
+//! spawning the program with it and collecting what its runtime published
+//! ([`launch`]), passing signals and exit status through ([`signals`]),
+//! the list flags they parse ([`lists`]), and the one-line error they
+//! report ([`CliError`]).
+
+pub mod elf;
+mod error;
+pub mod launch;
+pub mod lists;
+pub mod signals;
+mod static_tls;
+mod tsc;
+
+pub use error::CliError;
