@@ -4,8 +4,8 @@
 #   required: a C compiler and static libc for tests/c and the fixtures,
 #             the real multithreaded programs
 #             of tests/real-programs.sh, and those `corral bench apps` runs
-#             (sysbench, stress-ng, pigz, git), and tmux, in which the
-#             corral top test drives the live view;
+#             (sysbench, stress-ng, pigz, git, rocksdb's db_bench), and tmux,
+#             in which the corral top test drives the live view;
 #   optional: clang, llvm and libbpf headers, so the tests can check that the
 #             committed BPF object matches its source (skipped without them);
 #             perf (linux-perf), whose uprobe count the lock profile's
@@ -23,6 +23,7 @@ command -v python3 >/dev/null 2>&1 || need+=(python3)
 command -v sysbench >/dev/null 2>&1 || need+=(sysbench)
 command -v stress-ng >/dev/null 2>&1 || need+=(stress-ng)
 command -v git >/dev/null 2>&1 || need+=(git)
+command -v db_bench >/dev/null 2>&1 || need+=(rocksdb-tools)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
 optional=()
 command -v clang >/dev/null 2>&1 || optional+=(clang llvm)

@@ -133,7 +133,8 @@ EXAMPLES
                                                      one CPU, low noise")]
 pub struct BenchAppsArgs {
     /// Programs (comma-separated): sysbench-mutex, sysbench-threads,
-    /// stress-ng-mutex, pigz, git-grep, or `all`.
+    /// stress-ng-mutex, pigz, git-grep, sysbench-yields,
+    /// rocksdb-readrandom, or `all`.
     #[arg(long, value_name = "LIST", default_value = "all", value_parser = parse_apps)]
     pub(crate) apps: Apps,
     /// Thread counts (for stress-ng-mutex: processes of two threads each).
@@ -177,6 +178,12 @@ pub struct BenchAppsArgs {
     /// times (`corral run`'s default: 1000). 0: corral loads at the first lock call.
     #[arg(long, value_name = "N", default_value_t = corral_policy::engage::LOAD_AFTER_CONTENDED)]
     pub(crate) load_after_contended: u32,
+    /// Another lock library as a column: NAME=LIB.so, preloaded into the
+    /// program as LD_PRELOAD does, in the same rounds as glibc and corral
+    /// (FlexGuard: built by ../shared/peers/flexguard/build.sh; it needs
+    /// root and TSC_KHZ in the environment); repeatable.
+    #[arg(long, value_name = "NAME=LIB.so")]
+    pub(crate) peer: Vec<crate::peer::Peer>,
     /// Print the JSON document instead of the tables.
     #[arg(long)]
     pub(crate) json: bool,
@@ -351,8 +358,15 @@ pub(crate) fn run(args: BenchAppsArgs) -> Result<(), CliError> {
             args.confirm_rounds
         )));
     }
+    crate::peer::check_unique(&args.peer).map_err(CliError)?;
     let mut columns = vec![Column::Glibc];
     columns.extend(args.locks.0.iter().copied());
+    // Leaked: a column names its peer for the rest of the process.
+    columns.extend(
+        args.peer
+            .iter()
+            .map(|p| Column::Peer(Box::leak(Box::new(p.clone())))),
+    );
     if args.with_control {
         columns.push(Column::GlibcAgain);
     }

@@ -10,6 +10,7 @@ use corral_runtime::config::{Policy, RuntimeConfig, Waiting};
 use serde::Serialize;
 
 use super::worker::WorkerResult;
+use crate::peer::Peer;
 
 /// Arguments of `corral bench counter`.
 #[derive(clap::Args, Debug)]
@@ -32,14 +33,18 @@ pub struct BenchCounterArgs {
     /// Private work between critical sections, in arithmetic iterations.
     #[arg(long, value_name = "ITERATIONS", default_value_t = 0)]
     pub(crate) work: u32,
+    /// Another lock library as a column: NAME=LIB.so, preloaded into the
+    /// worker as LD_PRELOAD does; repeatable.
+    #[arg(long, value_name = "NAME=LIB.so")]
+    pub(crate) peer: Vec<Peer>,
     /// Print `{"points":[...]}` as JSON instead of a table.
     #[arg(long)]
     pub(crate) json: bool,
 }
 
-/// A policy column: glibc's locks, or corral's under a policy.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+/// A policy column: glibc's locks, or corral's under a policy, or a peer
+/// library's. In JSON, its name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BenchPolicy {
     /// glibc's own locks: the program runs without corral.
     Glibc,
@@ -52,6 +57,14 @@ pub enum BenchPolicy {
     /// `corral run` with no flags: policy lca with the default lock
     /// (futex), whatever `--lock` names.
     Default,
+    /// Another lock library (`--peer`), kept for the whole process.
+    Peer(&'static Peer),
+}
+
+impl Serialize for BenchPolicy {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
 }
 
 impl BenchPolicy {
@@ -62,6 +75,7 @@ impl BenchPolicy {
             BenchPolicy::None => "none",
             BenchPolicy::Lca => "lca",
             BenchPolicy::Default => "default",
+            BenchPolicy::Peer(p) => &p.name,
         }
     }
 }
@@ -174,7 +188,11 @@ pub fn measure(
                     ..RuntimeConfig::default()
                 },
             };
-            let lib = (policy != BenchPolicy::Glibc).then_some(preload.as_path());
+            let (lib, prog) = match policy {
+                BenchPolicy::Glibc => (None, prog),
+                BenchPolicy::Peer(p) => (None, p.wrap(prog)),
+                _ => (Some(preload.as_path()), prog),
+            };
             let (outcome, stdout) = launch(&cfg, lib, &prog, None, Output::Capture)?;
             if !outcome.status.success() {
                 return Err(CliError(format!(
@@ -191,10 +209,10 @@ pub fn measure(
                 workload: workload.to_string(),
                 threads: n,
                 policy,
-                lock: if policy == BenchPolicy::Glibc {
-                    "pthread".into()
-                } else {
-                    cfg.lock.name().into()
+                lock: match policy {
+                    BenchPolicy::Glibc => "pthread".into(),
+                    BenchPolicy::Peer(p) => p.lib.display().to_string(),
+                    _ => cfg.lock.name().into(),
                 },
                 throughput: result.ops as f64 / result.seconds.max(1e-9),
                 ssc_bound: outcome
@@ -243,7 +261,15 @@ pub fn print_table(points: &[CounterPoint], threads: &[u32], policies: &[BenchPo
 
 /// Measures and prints the table (or the JSON document).
 pub(crate) fn run(args: BenchCounterArgs) -> Result<(), CliError> {
-    let policies = &args.policies.0;
+    crate::peer::check_unique(&args.peer).map_err(CliError)?;
+    let mut policies = args.policies.0.clone();
+    // Leaked: a column names its peer for the rest of the process.
+    policies.extend(
+        args.peer
+            .iter()
+            .map(|p| BenchPolicy::Peer(Box::leak(Box::new(p.clone())))),
+    );
+    let policies = &policies;
     if !args.json {
         eprintln!(
             "corral bench counter: workload {}, lock {}, {} ms per point, work {} outside the lock",

@@ -9,8 +9,11 @@ mod ca;
 pub mod counter;
 mod ff;
 mod kernel;
+mod limited;
 mod lockbench;
 mod locks;
+pub mod peer;
+mod space;
 mod stats;
 mod worker;
 
@@ -22,6 +25,7 @@ pub use counter::BenchCounterArgs;
 pub use ff::BenchFfArgs;
 pub use kernel::BenchKernelArgs;
 pub use locks::BenchLocksArgs;
+pub use space::BenchSpaceArgs;
 pub use worker::WorkerArgs;
 
 /// The `corral bench` subcommands.
@@ -63,6 +67,16 @@ pub enum BenchCommand {
     /// slots, excluded slots and similarity matrix.
     #[command(allow_negative_numbers = true)]
     Ca(ca::BenchCaArgs),
+    /// The judge: N points drawn from a seed over a space of lock workloads
+    /// (threads 1-64, locks 1-64 and their skew, critical sections of 10 ns
+    /// to 100 us, work outside of 0 to 100 us, a holder that yields, sleeps,
+    /// makes a system call or allocates; mutex, rwlock or condition-variable
+    /// hand-off), each run by one C program under glibc, corral's default
+    /// and every --peer in the same rounds. Prints the distribution of
+    /// ratios to glibc (throughput and CPU per critical section) and the
+    /// worst points, each with the command that replays it alone.
+    #[command(allow_negative_numbers = true)]
+    Space(space::BenchSpaceArgs),
     /// The program `bench counter` runs (internal).
     #[command(hide = true)]
     #[command(allow_negative_numbers = true)]
@@ -90,6 +104,7 @@ pub fn run(cmd: BenchCommand) -> Result<(), CliError> {
             Ok(())
         }
         BenchCommand::Ca(args) => ca::run(args),
+        BenchCommand::Space(args) => space::run(args),
         BenchCommand::Worker(args) => worker::run(args),
     }
 }

@@ -20,6 +20,33 @@ pub(crate) const MARGIN: f64 = 0.05;
 /// 0.94-0.99x).
 pub(crate) const MIN_ROUNDS: usize = 5;
 
+/// The bar a column's ratio to its baseline is held to: a 95% interval
+/// wholly below it loses, one wholly above its inverse wins (`bench apps`
+/// and `bench space`).
+pub(crate) const BAR: f64 = 0.95;
+
+/// Where a ratio's 95% interval lies against [`BAR`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// Wholly below [`BAR`].
+    Below,
+    /// Reaching across [`BAR`] or `1 / BAR`, or between them.
+    Straddles,
+    /// Wholly above `1 / BAR`.
+    Above,
+}
+
+/// The verdict on the interval `lo..hi` of a ratio.
+pub(crate) fn verdict(lo: f64, hi: f64) -> Verdict {
+    if hi < BAR {
+        Verdict::Below
+    } else if lo > 1.0 / BAR {
+        Verdict::Above
+    } else {
+        Verdict::Straddles
+    }
+}
+
 /// Resamples drawn by [`ratio_interval`].
 const DRAWS: usize = 2000;
 
@@ -110,6 +137,13 @@ impl Change {
     }
 }
 
+/// The median of `other` over the median of `base`; `None` where either
+/// has no median or `base`'s is not positive.
+pub(crate) fn ratio_of_medians(base: &[f64], other: &[f64]) -> Option<f64> {
+    let b = median(base.iter().copied()).filter(|b| *b > 0.0)?;
+    Some(median(other.iter().copied())? / b)
+}
+
 /// Whether a ratio `r` to a baseline is no farther from 1x than `control`,
 /// the baseline measured against itself at the same point: the machine's
 /// own noise there (bench apps' glibc-again, bench ff's default-again).
@@ -155,6 +189,26 @@ impl XorShift {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_interval_is_judged_against_the_bar_and_its_inverse() {
+        assert_eq!(verdict(0.80, 0.94), Verdict::Below);
+        assert_eq!(verdict(0.90, 1.00), Verdict::Straddles);
+        assert_eq!(verdict(0.96, 1.05), Verdict::Straddles);
+        assert_eq!(verdict(1.06, 1.30), Verdict::Above);
+        // Made-up rates: a column steadily 20% slower than glibc loses,
+        // one 20% faster wins.
+        let glibc = [100.0, 102.0, 98.0, 101.0, 99.0, 100.0, 100.5];
+        let slow: Vec<f64> = glibc.iter().map(|r| r * 0.8).collect();
+        let fast: Vec<f64> = glibc.iter().rev().map(|r| r * 1.2).collect();
+        let judge = |c: &[f64]| {
+            let (lo, hi) = ratio_interval(&glibc, c).unwrap();
+            verdict(lo, hi)
+        };
+        assert_eq!(judge(&slow), Verdict::Below);
+        assert_eq!(judge(&fast), Verdict::Above);
+        assert_eq!(judge(&glibc), Verdict::Straddles);
+    }
 
     fn s(xs: &[f64]) -> Spread {
         Spread::of(xs.iter().copied()).unwrap()

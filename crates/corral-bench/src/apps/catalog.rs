@@ -9,6 +9,7 @@ use corral_runtime::config::RuntimeConfig;
 use serde::Serialize;
 
 use super::fixture::Fixture;
+use crate::peer::Peer;
 
 /// A real multithreaded program from Debian's packages, run as is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -28,6 +29,12 @@ pub(crate) enum App {
     /// `git grep` over a commit: threads that share git's object-reading
     /// mutex and its work-queue mutex.
     GitGrep,
+    /// `sysbench threads` at its own default of 1000 yields an event: a
+    /// holder that gives its CPU away, and nothing else.
+    SysbenchYields,
+    /// RocksDB's `db_bench readrandom` on a small database held wholly in
+    /// one block-cache shard: readers meet at the shard's mutex.
+    RocksdbReadrandom,
 }
 
 /// What one run of a program did, by its own account where it gives one.
@@ -42,12 +49,14 @@ pub(crate) struct Done {
 
 impl App {
     /// Every program, in the order `all` runs them.
-    pub(crate) const ALL: [App; 5] = [
+    pub(crate) const ALL: [App; 7] = [
         App::SysbenchMutex,
         App::SysbenchThreads,
         App::StressNgMutex,
         App::Pigz,
         App::GitGrep,
+        App::SysbenchYields,
+        App::RocksdbReadrandom,
     ];
 
     /// The name in `--apps` and in reports.
@@ -58,26 +67,30 @@ impl App {
             App::StressNgMutex => "stress-ng-mutex",
             App::Pigz => "pigz",
             App::GitGrep => "git-grep",
+            App::SysbenchYields => "sysbench-yields",
+            App::RocksdbReadrandom => "rocksdb-readrandom",
         }
     }
 
     /// The executable.
     pub(crate) fn program(self) -> &'static str {
         match self {
-            App::SysbenchMutex | App::SysbenchThreads => "sysbench",
+            App::SysbenchMutex | App::SysbenchThreads | App::SysbenchYields => "sysbench",
             App::StressNgMutex => "stress-ng",
             App::Pigz => "pigz",
             App::GitGrep => "git",
+            App::RocksdbReadrandom => "db_bench",
         }
     }
 
     /// The Debian package that ships [`App::program`].
     pub(crate) fn package(self) -> &'static str {
         match self {
-            App::SysbenchMutex | App::SysbenchThreads => "sysbench",
+            App::SysbenchMutex | App::SysbenchThreads | App::SysbenchYields => "sysbench",
             App::StressNgMutex => "stress-ng",
             App::Pigz => "pigz",
             App::GitGrep => "git",
+            App::RocksdbReadrandom => "rocksdb-tools",
         }
     }
 
@@ -85,7 +98,8 @@ impl App {
     pub(crate) fn unit(self) -> &'static str {
         match self {
             App::SysbenchMutex => "locks/s",
-            App::SysbenchThreads => "events/s",
+            App::SysbenchThreads | App::SysbenchYields => "events/s",
+            App::RocksdbReadrandom => "reads/s",
             App::StressNgMutex => "bogo-ops/s",
             App::Pigz => "MB/s",
             App::GitGrep => "files/s",
@@ -106,6 +120,12 @@ impl App {
             }
             App::Pigz => "pigz -1 -b 32 -p N -c FILE... (W copies of a 4 MiB text file)",
             App::GitGrep => "git grep --threads=N -c -e mutex HEAD (W runs; 2048 files)",
+            App::SysbenchYields => {
+                "sysbench threads --threads=N --thread-locks=1 --events=W --time=0 run (1000 yields an event, its default)"
+            }
+            App::RocksdbReadrandom => {
+                "db_bench --benchmarks=readrandom --use_existing_db=1 --threads=N --reads=W/N --cache_numshardbits=0 (200,000 keys made once by fillseq, all in the cache)"
+            }
         }
     }
 
@@ -114,6 +134,8 @@ impl App {
         match self {
             App::SysbenchMutex => 200_000,
             App::SysbenchThreads => 50,
+            App::SysbenchYields => 5,
+            App::RocksdbReadrandom => 20_000,
             App::StressNgMutex | App::Pigz | App::GitGrep => 1,
         }
     }
@@ -147,7 +169,11 @@ impl App {
     pub(crate) fn reads_stdout(self) -> bool {
         matches!(
             self,
-            App::SysbenchMutex | App::SysbenchThreads | App::StressNgMutex
+            App::SysbenchMutex
+                | App::SysbenchThreads
+                | App::SysbenchYields
+                | App::StressNgMutex
+                | App::RocksdbReadrandom
         )
     }
 
@@ -172,17 +198,35 @@ impl App {
                     push(a);
                 }
             }
-            App::SysbenchThreads => {
-                for a in [
+            App::SysbenchThreads | App::SysbenchYields => {
+                let mut args = vec![
                     "threads".to_string(),
                     format!("--threads={threads}"),
                     "--thread-locks=1".into(),
-                    "--thread-yields=100".into(),
-                    format!("--events={work}"),
-                    "--time=0".into(),
-                    "run".into(),
-                ] {
+                ];
+                if self == App::SysbenchThreads {
+                    args.push("--thread-yields=100".into());
+                }
+                args.extend([format!("--events={work}"), "--time=0".into(), "run".into()]);
+                for a in args {
                     push(a);
+                }
+            }
+            App::RocksdbReadrandom => {
+                let mut db = OsString::from("--db=");
+                db.push(fx.rocksdb());
+                v.push(db);
+                for a in [
+                    "--benchmarks=readrandom".to_string(),
+                    "--use_existing_db=1".into(),
+                    format!("--num={}", super::fixture::ROCKSDB_KEYS),
+                    format!("--reads={}", per_thread(work, threads)),
+                    format!("--threads={threads}"),
+                    "--cache_numshardbits=0".into(),
+                    "--cache_size=67108864".into(),
+                    "--compression_type=none".into(),
+                ] {
+                    v.push(a.into());
                 }
             }
             App::StressNgMutex => {
@@ -259,7 +303,7 @@ impl App {
                 units: (per_thread(work, threads) * u64::from(threads)) as f64,
                 seconds: sysbench_total_time(&out)?,
             }),
-            App::SysbenchThreads => Ok(Done {
+            App::SysbenchThreads | App::SysbenchYields => Ok(Done {
                 units: field(&out, "total number of events:")?,
                 seconds: sysbench_total_time(&out)?,
             }),
@@ -289,6 +333,7 @@ impl App {
                 units: (work * fx.repo_files()) as f64,
                 seconds: wall_s,
             }),
+            App::RocksdbReadrandom => db_bench_done(&out),
         }
     }
 }
@@ -306,6 +351,34 @@ const WITHOUT_REAL_TIME: [&str; 4] = [
     "--inh-caps=-sys_nice",
     "--",
 ];
+
+/// db_bench's `readrandom : 11.3 micros/op 176324 ops/sec 0.907 seconds
+/// 160000 operations; ...`: the operations and the seconds they took.
+fn db_bench_done(out: &str) -> Result<Done, String> {
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("readrandom"))
+        .ok_or("no 'readrandom' line in db_bench's output")?;
+    let before = |unit: &str| -> Result<f64, String> {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let at = words
+            .iter()
+            .position(|w| w.trim_end_matches(';') == unit)
+            .filter(|&i| i > 0)
+            .ok_or_else(|| format!("'{line}': no '{unit}'"))?;
+        words[at - 1]
+            .parse()
+            .map_err(|_| format!("'{line}': '{}' is not a number", words[at - 1]))
+    };
+    let seconds = before("seconds")?;
+    if seconds <= 0.0 {
+        return Err(format!("'{line}': no time"));
+    }
+    Ok(Done {
+        units: before("operations")?,
+        seconds,
+    })
+}
 
 /// sysbench mutex's per-thread lock count for `work` in all.
 fn per_thread(work: u64, threads: u32) -> u64 {
@@ -350,6 +423,9 @@ pub(crate) enum Column {
     Default,
     /// `corral run --lock ALG -- PROG`.
     Lock(Algorithm),
+    /// The program under another lock library (`--peer`); kept for the
+    /// whole process, as the command line's flags are.
+    Peer(&'static Peer),
 }
 
 impl Column {
@@ -360,13 +436,14 @@ impl Column {
             Column::GlibcAgain => "glibc-again",
             Column::Default => "default",
             Column::Lock(alg) => alg.name(),
+            Column::Peer(p) => &p.name,
         }
     }
 
     /// The configuration `corral run` would pass; `None` for glibc.
     pub(crate) fn config(self) -> Option<RuntimeConfig> {
         match self {
-            Column::Glibc | Column::GlibcAgain => None,
+            Column::Glibc | Column::GlibcAgain | Column::Peer(_) => None,
             Column::Default => Some(RuntimeConfig::default()),
             Column::Lock(lock) => Some(RuntimeConfig {
                 lock,
@@ -409,6 +486,29 @@ mod tests {
         assert!(!argv.contains(&"--mutex-ops".to_string()), "{argv:?}");
         // stress-ng 0.15's --quiet clears the metrics asked for before it.
         assert!(at("--quiet") < at("--metrics-brief"), "{argv:?}");
+    }
+
+    #[test]
+    fn reads_db_bench_readrandom() {
+        let out = "Read rate: 0 ops/second\nreadrandom   :      11.330 micros/op 176324 ops/sec 0.907 seconds 160000 operations;   19.5 MB/s (80000 of 80000 found)\n";
+        let d = db_bench_done(out).unwrap();
+        assert_eq!((d.units, d.seconds), (160000.0, 0.907));
+        assert!(db_bench_done("Read rate: 0 ops/second\n").is_err());
+    }
+
+    #[test]
+    fn sysbench_yields_keeps_sysbench_default_yields() {
+        let fx = Fixture::create(&std::env::temp_dir(), false, false).unwrap();
+        let argv = |app: App| -> Vec<String> {
+            app.argv(&fx, 8, 10)
+                .into_iter()
+                .map(|a| a.into_string().unwrap())
+                .collect()
+        };
+        assert!(argv(App::SysbenchThreads).contains(&"--thread-yields=100".to_string()));
+        assert!(!argv(App::SysbenchYields)
+            .iter()
+            .any(|a| a.starts_with("--thread-yields")));
     }
 
     #[test]

@@ -16,9 +16,15 @@ const REPO_FILES_PER_DIR: u64 = 32;
 /// Lines per repository file (about 2 KB each).
 const REPO_LINES: u64 = 30;
 
+/// Keys in RocksDB's database: 200,000 of 100 bytes, about 27 MB, all
+/// of it in db_bench's 64 MiB block cache.
+pub(crate) const ROCKSDB_KEYS: u64 = 200_000;
+
 /// The scratch directory and what is in it.
 pub(crate) struct Fixture {
     root: PathBuf,
+    /// RocksDB's database, made at its first use.
+    rocksdb: std::sync::OnceLock<PathBuf>,
 }
 
 impl Fixture {
@@ -31,7 +37,10 @@ impl Fixture {
         // A directory of this pid can only be a dead earlier run's.
         let _ = fs::remove_dir_all(&root);
         fs::create_dir(&root)?;
-        let fx = Fixture { root };
+        let fx = Fixture {
+            root,
+            rocksdb: std::sync::OnceLock::new(),
+        };
         if pigz_input {
             let mut text = Text::new(1);
             let mut out = io::BufWriter::new(fs::File::create(fx.pigz_input())?);
@@ -68,6 +77,31 @@ impl Fixture {
     /// The git repository.
     pub(crate) fn repo(&self) -> PathBuf {
         self.root.join("repo")
+    }
+
+    /// RocksDB's database, made by `db_bench --benchmarks=fillseq` at the
+    /// first call (a failure leaves no database: readrandom then fails and
+    /// says why).
+    pub(crate) fn rocksdb(&self) -> &Path {
+        self.rocksdb.get_or_init(|| {
+            let db = self.root.join("rocksdb");
+            let made = Command::new("db_bench")
+                .arg(format!("--db={}", db.display()))
+                .args([
+                    "--benchmarks=fillseq",
+                    &format!("--num={ROCKSDB_KEYS}"),
+                    "--value_size=100",
+                    "--compression_type=none",
+                    "--threads=1",
+                ])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status();
+            if !matches!(made, Ok(s) if s.success()) {
+                eprintln!("corral bench apps: db_bench --benchmarks=fillseq failed: {made:?}");
+            }
+            db
+        })
     }
 
     /// Files in the repository's commit.

@@ -9,7 +9,7 @@ use super::confirm::describe;
 use crate::stats::{self, within_noise, Spread};
 
 /// A point loses when its throughput is below this share of glibc's...
-pub(super) const MIN_RATIO: f64 = 0.95;
+pub(super) const MIN_RATIO: f64 = crate::stats::BAR;
 /// ...or when, at a throughput within `EQUAL_BAND` of glibc's, it spends
 /// more than this multiple of glibc's CPU time on the same work.
 pub(super) const MAX_CPU_RATIO: f64 = 1.2;
