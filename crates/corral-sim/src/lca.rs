@@ -72,16 +72,53 @@ pub fn within_one_step(bound: u32, target: u32) -> bool {
 /// the size never was outside it. A search still moving at the end of the
 /// run is measured against where it stands then: read it over a run long
 /// enough to have settled.
+///
+/// A stay on every core that the search left again for the bound it came
+/// from (a `Reference` or `DropConfined` move followed by `KeepConfined`
+/// back) is a measurement, not a move: it is left out, and so is a
+/// reference round the run ended in.
 pub fn settle_time(initial: u32, moves: &[Decision], last: u32) -> u64 {
+    // A run that ends during a reference round ends mid-measurement: the
+    // search's answer is the bound the round left.
+    let (moves, last) = match moves.split_last() {
+        Some((end, rest)) if end.kind == DecisionKind::Reference => (rest, end.bound_before),
+        _ => (moves, last),
+    };
     let mut settle = 0;
     let mut bound = initial;
-    for d in moves {
+    let mut i = 0;
+    while i < moves.len() {
+        let d = &moves[i];
+        if let Some(back) = excursion_end(moves, i) {
+            i = back + 1;
+            continue;
+        }
         if !within_one_step(bound, last) {
             settle = d.at;
         }
         bound = d.bound_after;
+        i += 1;
     }
     settle
+}
+
+/// Where a stay on every core that begins at `moves[i]` (a reference
+/// round, or a drop, then drops that leave the bound) ends with the
+/// search back on the bound it left; `None` if it does not.
+fn excursion_end(moves: &[Decision], i: usize) -> Option<usize> {
+    let from = moves[i].bound_before;
+    if !matches!(
+        moves[i].kind,
+        DecisionKind::Reference | DecisionKind::DropConfined
+    ) {
+        return None;
+    }
+    let mut j = i + 1;
+    while moves.get(j)?.kind == DecisionKind::DropConfined {
+        j += 1;
+    }
+    let back = moves.get(j)?;
+    (back.kind == DecisionKind::KeepConfined && back.bound_after == from).then_some(j)
 }
 
 impl Lca {
@@ -133,6 +170,9 @@ impl Lca {
                 DecisionKind::RestartTimer
                     | DecisionKind::RestartThroughputJump
                     | DecisionKind::RestartWorkCores
+                    // The end of a reference round that stays on every
+                    // core: without it the round would read as unfinished.
+                    | DecisionKind::DropConfined
             )
         };
         if let Some(d) = d.filter(|d| d.bound_before != d.bound_after || restart(d.kind)) {
@@ -444,5 +484,36 @@ mod tests {
         // Never outside: settled from the start.
         assert_eq!(settle_time(1, &[mv(5, 1, 2)], 2), 0);
         assert_eq!(settle_time(1, &[], 1), 0);
+    }
+
+    #[test]
+    fn a_reference_round_and_its_return_are_no_move() {
+        let of = |kind, at, before, after| Decision {
+            kind,
+            ..mv(at, before, after)
+        };
+        // Settled on 4 of 64 at 20; references at 60 and 120 go back to 4.
+        let moves = [
+            mv(10, 64, 1),
+            mv(20, 1, 4),
+            of(DecisionKind::Reference, 60, 4, 64),
+            of(DecisionKind::KeepConfined, 62, 64, 4),
+            of(DecisionKind::Reference, 80, 4, 64),
+            of(DecisionKind::DropConfined, 82, 64, 64),
+            of(DecisionKind::KeepConfined, 95, 64, 4),
+            of(DecisionKind::Reference, 120, 4, 64),
+        ];
+        // The run ended in the last reference round: its answer is 4.
+        assert_eq!(settle_time(64, &moves, 64), 20);
+        assert_eq!(settle_time(64, &moves[..7], 4), 20);
+        // A reference that left for every core for good is a move.
+        let dropped = [moves[0], moves[1], moves[2]];
+        assert_eq!(settle_time(64, &dropped, 64), 20);
+        let kept_away = [
+            moves[0],
+            moves[1],
+            of(DecisionKind::DropConfined, 90, 4, 64),
+        ];
+        assert_eq!(settle_time(64, &kept_away, 64), 90);
     }
 }

@@ -120,6 +120,7 @@ impl Runner<'_> {
         let mut run = Run {
             rate: None,
             ops: 0,
+            ssc_bound: outcome.stats.map(|s| s.ssc_bound),
             cpu_s: outcome.cpu.as_secs_f64(),
             wall_s: outcome.wall.as_secs_f64(),
             failed: None,

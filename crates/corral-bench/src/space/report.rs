@@ -46,6 +46,11 @@ pub(crate) struct Run {
     pub(crate) cpu_s: f64,
     /// Wall seconds from spawn to exit.
     pub(crate) wall_s: f64,
+    /// corral's SSC size when the program exited (its stats file; none
+    /// where corral never loaded or for other columns): under the CPU
+    /// count, the program ended confined.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ssc_bound: Option<u32>,
     /// Why the run gave no rate.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) failed: Option<String>,
@@ -222,6 +227,11 @@ pub(crate) struct SpaceReport {
     pub(crate) skipped: usize,
 }
 
+/// CPUs this process may run on (what an unconfined SSC holds).
+fn cpus() -> u32 {
+    corral_runtime::affinity::allowed_cpus().len().max(1) as u32
+}
+
 /// The `q` quantile of sorted `v` (nearest rank).
 fn quantile(sorted: &[f64], q: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * q).round() as usize]
@@ -274,6 +284,14 @@ pub(crate) fn arm_line(a: &ArmResult) -> String {
     }
     if let Some(c) = a.cpu_ratio {
         let _ = write!(s, " cpu {c:.2}x");
+    }
+    let confined = a
+        .runs
+        .iter()
+        .filter(|r| r.ssc_bound.is_some_and(|b| b < cpus()))
+        .count();
+    if confined > 0 {
+        let _ = write!(s, " confined in {confined}/{} runs", a.runs.len());
     }
     let v = serde_json::to_string(&a.verdict).unwrap_or_default();
     let _ = write!(s, " {}", v.trim_matches('"'));

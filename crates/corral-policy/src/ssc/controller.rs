@@ -36,7 +36,10 @@ impl SscController {
             progress: AtomicU64::new(0),
             progress_since: AtomicU64::new(now.saturating_add(params.vote_warmup)),
             progress_reported: AtomicBool::new(false),
-            in_baseline: AtomicBool::new(matches!(search.phase, Phase::Baseline)),
+            in_baseline: AtomicBool::new(matches!(
+                search.phase,
+                Phase::Baseline | Phase::Reference(_)
+            )),
             round_waits_off: AtomicU64::new(0),
             round_waits_on: AtomicU64::new(0),
             waits_since: AtomicU64::new(now),

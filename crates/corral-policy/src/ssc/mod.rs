@@ -43,7 +43,7 @@ pub const UNKNOWN_KEY: u64 = 0;
 pub use params::{
     Decision, DecisionKind, SscParams, PAPER_TSC_HZ, PAPER_VOTE_TICKS_PER_CORE, USER_HANDOFF_NS,
 };
-pub use search::{Phase, Refine, SearchState, UnconfinedProbe};
+pub use search::{Phase, Reference, Refine, SearchState, UnconfinedProbe};
 
 use crate::detect::{gives_core_away, is_quiet, qualifies, QuietStreak};
 use crate::placement::Placement;
@@ -437,8 +437,10 @@ impl SscController {
     /// Mirrors whether `search` is in its round on every core.
     #[inline]
     fn note_phase(&self, search: &SearchState) {
-        self.in_baseline
-            .store(matches!(search.phase, Phase::Baseline), HINT);
+        self.in_baseline.store(
+            matches!(search.phase, Phase::Baseline | Phase::Reference(_)),
+            HINT,
+        );
     }
 
     /// Alg. 4 line 50: SHRINK_VOTING(1, 2) lets older votes fade; the

@@ -195,6 +195,17 @@ pub struct SscParams {
     /// below it (by `unconfined_margin`) settles on every core without the
     /// late probe `probe_unconfined` makes.
     pub baseline_unconfined: bool,
+    /// Settled on a confined bound with measured progress, the search
+    /// keeps the bound only while it measures better than the reference on
+    /// every core (`confirmations` rounds below it, or a reference round
+    /// above the bound's settled rounds, go back to every core; rounds
+    /// there below the dropped bound by `unconfined_margin` take it back),
+    /// and re-measures that reference with one round on every core after 2
+    /// settled rounds, then 4, 8, ..., at most this many: a reference taken
+    /// once, while the program's threads were still arriving, is not
+    /// trusted for the program's life. 0 turns it off (the papers never
+    /// re-measure).
+    pub reference_every: u32,
     /// With measured progress, no round is shorter than this, and a round
     /// also closes this long after the last one without waiting for votes,
     /// once it has counted
@@ -270,6 +281,9 @@ impl SscParams {
             progress_round: 1_000_000,
             progress_round_min: 200,
             baseline_unconfined: true,
+            // One reference round in at most 33: about 3% of the time on
+            // every core, where confinement helps most.
+            reference_every: 32,
             // 1 ms rounds: a restart needs 4 ms of changed progress, not a
             // 2 ms dip (a convoy the lock recovers from by itself).
             jump_confirmations: 4,
@@ -417,6 +431,7 @@ impl Default for SscParams {
             unconfined_margin: 0.05,
             reject_below: 0.0,
             baseline_unconfined: false,
+            reference_every: 0,
             progress_round: 0,
             progress_round_min: 0,
             heavy_baseline_round: 0,
@@ -448,6 +463,15 @@ pub enum DecisionKind {
     /// The round on every core that begins a search
     /// (`SscParams::baseline_unconfined`) is measured; the doubling starts.
     Baseline,
+    /// Settled on a confined bound: one round on every core re-measures
+    /// the reference (`SscParams::reference_every`).
+    Reference,
+    /// The reference round read below the confined bound by the margin:
+    /// back to the confined bound.
+    KeepConfined,
+    /// The confined bound no longer measures better than the reference on
+    /// every core: the program goes back to every core.
+    DropConfined,
     /// Alg. 3 lines 28-37: the re-search timer fired.
     RestartTimer,
     /// Alg. 4 line 45: T left [beta, alpha] x the recorded T.

@@ -21,6 +21,9 @@ pub enum Phase {
     /// Every core (no confinement) measured against the bound the search
     /// would settle on (`SscParams::probe_unconfined`).
     ProbeUnconfined(UnconfinedProbe),
+    /// Settled on a confined bound: one round on every core re-measures
+    /// the reference (`SscParams::reference_every`).
+    Reference(Reference),
     /// The search stopped (`climbing == 0` in the paper); only the adaptation
     /// check runs.
     Settled,
@@ -36,6 +39,16 @@ pub struct UnconfinedProbe {
     /// Consecutive rounds on every core as good as the center (> 0, within
     /// `unconfined_margin`) or worse (< 0).
     pub streak: i32,
+}
+
+/// A reference round: the confined bound it left and what that bound's
+/// settled rounds read.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Reference {
+    /// The bound the search had settled on.
+    pub confined: u32,
+    /// The settled rounds' throughput there (a running mean).
+    pub confined_thro: f64,
 }
 
 /// Refinement state: probing `center +- step`, halving `step` when neither
@@ -186,6 +199,27 @@ pub struct SearchState {
     /// contended long enough (`SscParams::trial_after`): only time can
     /// change that, so a driver need not look every tick.
     pub awaits_trial: bool,
+    /// The last round on every core before the baseline counted, to tell
+    /// whether the program was still arriving (`baseline_rising`).
+    pub baseline_prev: Option<(f64, u32)>,
+    /// Baseline rounds held in a row because progress or the
+    /// lock-intensive count was still rising.
+    pub baseline_holds: u32,
+    /// Settled rounds between reference rounds now (0: not started).
+    pub reference_gap: u32,
+    /// Settled rounds until the next reference round.
+    pub reference_due: u32,
+    /// A running mean of the settled rounds' throughput at the bound.
+    pub settled_mean: f64,
+    /// Settled rounds in a row at a confined bound that read below the
+    /// reference, or, after a drop, on every core below the dropped bound.
+    pub below_reference: u32,
+    /// The confined bound last dropped for every core and what it read:
+    /// rounds on every core that then read worse than it by the margin
+    /// take it back (a round just after a move reads a mix of both).
+    pub dropped: Option<Reference>,
+    /// Settled rounds since that drop.
+    pub since_drop: u32,
 }
 
 impl SearchState {
@@ -205,6 +239,14 @@ impl SearchState {
             bound_best: 0.0,
             stall_holds: 0,
             awaits_trial: false,
+            baseline_prev: None,
+            baseline_holds: 0,
+            reference_gap: 0,
+            reference_due: 0,
+            settled_mean: 0.0,
+            below_reference: 0,
+            dropped: None,
+            since_drop: 0,
         }
     }
 
@@ -239,6 +281,7 @@ impl SearchState {
             Phase::Climb => self.climb(params, round, work_cores, thro),
             Phase::Refine(refine) => self.refine_round(params, round, refine, thro),
             Phase::ProbeUnconfined(probe) => self.probe_round(params, round, probe, thro),
+            Phase::Reference(reference) => self.reference_round(params, round, reference, thro),
             Phase::Settled => self.adapt(params, round, work_cores, thro),
         };
         self.bound_best = match step.bound {
@@ -531,7 +574,10 @@ impl SearchState {
         } else if jumped {
             DecisionKind::RestartThroughputJump
         } else {
-            return Step::hold(thro);
+            return self
+                .keep_confined_honest(params, round, thro)
+                .or_else(|| self.back_to_confined(params, round, thro))
+                .unwrap_or(Step::hold(thro));
         };
         Step {
             kind,

@@ -38,7 +38,10 @@ fn run_with_waits(params: &SscParams, rounds: &[(u32, f64, f64)]) -> (Vec<Decisi
     )
 }
 
-/// Rounds of (lock-intensive, measured, share of waits off the SSC).
+/// Rounds of (lock-intensive, measured, share of waits off the SSC). The
+/// first is run twice where `SscParams::arrival_growth` is on, and its
+/// first run not listed: a search's first round on every core then only
+/// records, for the next to compare with.
 fn drive(
     params: &SscParams,
     rounds: impl IntoIterator<Item = (u32, f64, Option<f64>)>,
@@ -46,6 +49,17 @@ fn drive(
     let mut state = SearchState::for_params(params);
     let mut bound = 2;
     let mut kinds = Vec::new();
+    let mut rounds = rounds.into_iter().peekable();
+    if let Some(&(lock_intensive, measured, off)) =
+        rounds.peek().filter(|_| params.arrival_growth > 0.0)
+    {
+        let first = Round {
+            waits_off_ssc: off,
+            ..round(bound, lock_intensive, measured)
+        };
+        let step = state.determine(params, first);
+        assert_eq!(step.bound, BoundMove::Keep, "{:?}", step.kind);
+    }
     for (lock_intensive, measured, off) in rounds {
         let r = Round {
             waits_off_ssc: off,
@@ -185,7 +199,11 @@ fn the_rounds_after_settling_record_where_the_threads_arrived() {
     // make 3,000 from then on, twice the record (beyond alpha = 1.3).
     let mut rounds = vec![(64, 1_000.0), (64, 1_500.0), (64, 1_500.0)];
     rounds.extend([(64, 3_000.0); 6]);
-    let params = SscParams::user_space();
+    // Every round reads the same on either bound here: no reference round.
+    let params = SscParams {
+        reference_every: 0,
+        ..SscParams::user_space()
+    };
     let (kinds, bound) = run(&params, &rounds);
     assert_eq!(kinds[2], DecisionKind::RefineSettle, "{kinds:?}");
     assert_eq!(bound, 1, "{kinds:?}");
@@ -280,9 +298,12 @@ fn a_young_contention_with_light_hand_offs_is_not_confined_yet() {
     let step = state.determine(&params, young(106, false));
     assert_eq!(step.kind, DecisionKind::Baseline);
     assert_eq!(step.bound, BoundMove::To(1));
-    // Heavy hand-offs (sysbench mutex) start the search at its first round.
+    // Heavy hand-offs (sysbench mutex) start the search at its second
+    // round: the first has none to compare with (threads may be arriving).
     let mut state = SearchState::for_params(&params);
     let step = state.determine(&params, young(6, true));
+    assert_eq!(step.kind, DecisionKind::Hold);
+    let step = state.determine(&params, young(9, true));
     assert_eq!(step.kind, DecisionKind::Baseline);
     // The papers' presets never wait.
     let mut state = SearchState::for_params(&SscParams::kernel());
@@ -427,4 +448,147 @@ fn a_refinement_probe_at_under_half_is_left_after_one_round() {
         ..params
     };
     assert_eq!(probing(&confirming, 10_000.0), BoundMove::Keep);
+}
+
+/// Feeds `n` rounds to a fresh search on 2 cores, round `i`'s
+/// (lock-intensive, measured) read from `rate(i, bound)`; returns each
+/// step's kind with the bound after it.
+fn drive_by(
+    params: &SscParams,
+    n: usize,
+    rate: impl Fn(usize, u32) -> (u32, f64),
+) -> Vec<(DecisionKind, u32)> {
+    let mut state = SearchState::for_params(params);
+    let mut bound = 2;
+    let mut log = Vec::new();
+    for i in 0..n {
+        let (lock_intensive, measured) = rate(i, bound);
+        let step = state.determine(params, round(bound, lock_intensive, measured));
+        match step.bound {
+            BoundMove::To(b) => bound = b,
+            BoundMove::Restart => bound = 2,
+            BoundMove::Keep => {}
+        }
+        log.push((step.kind, bound));
+    }
+    log
+}
+
+#[test]
+fn a_rising_then_flat_unconfined_rate_is_not_the_reference() {
+    // The program's threads arrive over its first rounds: on every core it
+    // climbs 1,000 -> 5,000 a ms and stays there; confined to one core it
+    // makes 3,800. Measured on the rise, every core looks worse.
+    let params = SscParams::user_space();
+    let every_core = |i: usize| {
+        [1_000.0, 2_000.0, 3_000.0, 4_000.0]
+            .get(i)
+            .copied()
+            .unwrap_or(5_000.0)
+    };
+    // Light hand-offs: the rounds that wait for a trial see the rise, and
+    // the baseline waits for it to end.
+    let mut state = SearchState::for_params(&params);
+    let mut baseline = None;
+    for i in 0..6 {
+        let r = Round {
+            contended_for: (50 + 20 * i as u64) * 1_000_000,
+            handoff_share: Some(0.05),
+            ..round(2, 8, every_core(i))
+        };
+        let step = state.determine(&params, r);
+        if step.kind == DecisionKind::Baseline {
+            baseline = Some(step.thro);
+            break;
+        }
+    }
+    assert_eq!(baseline, Some(5_000.0));
+    // Heavy hand-offs: no trial to wait for, and the baseline still
+    // waits for the rise to end; the search never settles confined.
+    let log = drive_by(&params, 40, |i, bound| {
+        (8, if bound == 2 { every_core(i) } else { 3_800.0 })
+    });
+    let settled_confined = log
+        .iter()
+        .any(|&(k, b)| k == DecisionKind::RefineSettle && b == 1);
+    assert!(!settled_confined, "{log:?}");
+    assert_eq!(log.last().map(|l| l.1), Some(2), "{log:?}");
+}
+
+#[test]
+fn a_bound_that_measures_below_the_reference_is_dropped_within_two_rounds() {
+    // Every core makes 1,000 a ms; one core 1,200 until round 12, then
+    // 950: below every core, yet no jump from 1,200 (beta 0.7).
+    let params = SscParams::user_space();
+    let log = drive_by(&params, 30, |i, bound| match bound {
+        2 => (8, 1_000.0),
+        _ if i < 12 => (8, 1_200.0),
+        _ => (8, 950.0),
+    });
+    let first_below = 12;
+    assert!(
+        log[..first_below].iter().any(|&(_, b)| b == 1),
+        "never confined: {log:?}"
+    );
+    let dropped = log[first_below..]
+        .iter()
+        .position(|&(k, _)| k == DecisionKind::DropConfined)
+        .expect("never dropped");
+    assert!(dropped < 2, "{log:?}");
+    assert!(
+        log[first_below + dropped..].iter().all(|&(_, b)| b == 2),
+        "{log:?}"
+    );
+}
+
+#[test]
+fn a_stale_reference_is_measured_again_and_every_core_wins() {
+    // Every core read 1,000 a ms while the search ran and confinement
+    // 3,000; from round 15 every core makes 5,000 (the program's parallel
+    // part grew), confinement still 3,000: no round of the confined bound
+    // could tell without measuring every core again.
+    let params = SscParams::user_space();
+    let log = drive_by(&params, 60, |i, bound| match bound {
+        2 if i < 15 => (8, 1_000.0),
+        2 => (8, 5_000.0),
+        _ => (8, 3_000.0),
+    });
+    assert!(log[..15].iter().any(|&(_, b)| b == 1), "{log:?}");
+    assert!(
+        log.iter().any(|&(k, _)| k == DecisionKind::Reference),
+        "{log:?}"
+    );
+    assert_eq!(log.last().map(|l| l.1), Some(2), "{log:?}");
+}
+
+#[test]
+fn reference_rounds_of_a_program_confinement_helps_are_few() {
+    // sysbench mutex on 2 CPUs: every core makes a sixth of one core.
+    let params = SscParams::user_space();
+    let log = drive_by(&params, 200, |_, bound| {
+        (8, if bound == 2 { 1_000.0 } else { 6_000.0 })
+    });
+    let settled_at = log
+        .iter()
+        .position(|&(k, _)| k == DecisionKind::RefineSettle)
+        .expect("never settled");
+    let after = &log[settled_at..];
+    let references = after
+        .iter()
+        .filter(|&&(k, _)| k == DecisionKind::Reference)
+        .count();
+    let keeps = after
+        .iter()
+        .filter(|&&(k, _)| k == DecisionKind::KeepConfined)
+        .count();
+    // After 2 settled rounds, then 4, 8, 16, 32, 32, ...: 8 in 190 rounds.
+    assert!(
+        (3..=9).contains(&references),
+        "{references} in {}",
+        after.len()
+    );
+    // Each reference round went back to the confined bound.
+    assert!(keeps + 1 >= references && keeps <= references, "{log:?}");
+    assert!(!after.iter().any(|&(k, _)| k == DecisionKind::DropConfined));
+    assert_eq!(log.last().map(|l| l.1), Some(1));
 }

@@ -4,16 +4,185 @@
 //! (`SscParams::probe_unconfined`).
 
 use super::params::{DecisionKind, SscParams};
-use super::search::{BoundMove, Phase, Round, SearchState, Step, UnconfinedProbe};
+use super::search::{BoundMove, Phase, Reference, Round, SearchState, Step, UnconfinedProbe};
+
+/// Reference rounds begin this many settled rounds after settling, and
+/// the gap doubles up to `SscParams::reference_every`.
+const FIRST_REFERENCE_GAP: u32 = 2;
 
 impl SearchState {
+    /// Whether the program is still arriving on every core: with
+    /// `SscParams::arrival_growth`, the lock-intensive count rose by more
+    /// than it since the last round on every core, or progress moved by
+    /// more than it either way (arriving threads raise a program's
+    /// progress, or, where they contend, lower it), or there is no last
+    /// round to tell (the rounds held for `SscParams::trial_after` are
+    /// such rounds). A baseline taken then reads a program that is not
+    /// all there yet. Records this round either way.
+    fn baseline_rising(&mut self, params: &SscParams, round: Round) -> bool {
+        let Some(rate) = round.measured else {
+            return false;
+        };
+        let prev = self.baseline_prev.replace((rate, round.lock_intensive));
+        let grew = |now: f64, before: f64| now > before * (1.0 + params.arrival_growth);
+        params.arrival_growth > 0.0
+            && prev.is_none_or(|(r, n)| {
+                grew(rate, r)
+                    || grew(r, rate)
+                    || grew(f64::from(round.lock_intensive), f64::from(n))
+            })
+    }
+
+    /// Settled on a confined bound with measured progress and
+    /// `SscParams::reference_every`: the bound is kept only while it
+    /// measures better than the reference on every core (`confirmations`
+    /// rounds below it go back to every core), and the reference is
+    /// re-measured by one round on every core after `FIRST_REFERENCE_GAP`
+    /// settled rounds, then twice as many each time, at most
+    /// `reference_every`.
+    pub(super) fn keep_confined_honest(
+        &mut self,
+        params: &SscParams,
+        round: Round,
+        thro: f64,
+    ) -> Option<Step> {
+        if params.reference_every == 0 || round.measured.is_none() || round.bound >= round.max_bound
+        {
+            return None;
+        }
+        self.settled_mean = if self.settled_mean > 0.0 {
+            (self.settled_mean + thro) / 2.0
+        } else {
+            thro
+        };
+        if let Some(reference) = self.unconfined_thro {
+            self.below_reference = if thro < reference {
+                self.below_reference + 1
+            } else {
+                0
+            };
+            if self.below_reference >= params.confirmations.max(1) {
+                let confined = Reference {
+                    confined: round.bound,
+                    confined_thro: self.settled_mean,
+                };
+                return Some(self.drop_confinement(round, reference, confined));
+            }
+        }
+        if self.reference_gap == 0 {
+            self.reference_gap = FIRST_REFERENCE_GAP.min(params.reference_every);
+            self.reference_due = self.reference_gap;
+        }
+        self.reference_due = self.reference_due.saturating_sub(1);
+        if self.reference_due > 0 {
+            return None;
+        }
+        self.phase = Phase::Reference(Reference {
+            confined: round.bound,
+            confined_thro: self.settled_mean,
+        });
+        Some(Step::to(DecisionKind::Reference, thro, round.max_bound))
+    }
+
+    /// Back to every core, settled there, on `reference` as its T; the
+    /// `confined` bound is remembered (see [`Self::back_to_confined`]).
+    fn drop_confinement(&mut self, round: Round, reference: f64, confined: Reference) -> Step {
+        self.phase = Phase::Settled;
+        self.climbing = 0;
+        self.below_reference = 0;
+        self.dropped = Some(confined);
+        self.since_drop = 0;
+        let work_cores = round.lock_intensive.min(round.max_bound).max(1);
+        self.record_last(work_cores, reference);
+        let bound = if round.bound >= round.max_bound {
+            BoundMove::Keep
+        } else {
+            BoundMove::To(round.max_bound)
+        };
+        Step {
+            kind: DecisionKind::DropConfined,
+            thro: round.thro(),
+            bound,
+        }
+    }
+
+    /// The reference round on every core: the new reference. The confined
+    /// bound is taken back if its settled rounds read at least as much;
+    /// else the program stays on every core. The margin that confinement
+    /// had to win by when the search settled is not asked again: with
+    /// it, a bound that wins by about the margin (the simulator's mempop
+    /// and postmark at 64-1,024 cores, by 5-8%) flipped between the two
+    /// at every reference round, 13-17 of 143 grid points per seed.
+    pub(super) fn reference_round(
+        &mut self,
+        params: &SscParams,
+        round: Round,
+        reference: Reference,
+        thro: f64,
+    ) -> Step {
+        self.unconfined_thro = Some(thro);
+        self.phase = Phase::Settled;
+        self.climbing = 0;
+        self.settled_mean = 0.0;
+        if reference.confined_thro >= thro {
+            self.below_reference = 0;
+            self.reference_gap = (self.reference_gap * 2).clamp(1, params.reference_every.max(1));
+            self.reference_due = self.reference_gap;
+            return Step::to(DecisionKind::KeepConfined, thro, reference.confined);
+        }
+        self.drop_confinement(round, thro, reference)
+    }
+
+    /// On every core after a drop: `confirmations` rounds that read below
+    /// the dropped bound's rounds by `unconfined_margin` take that bound
+    /// back, with the last of them as the new reference. One round just
+    /// after a move reads a mix of both placements (on 1,024 simulated
+    /// cores the convoy on every core builds over several rounds); a
+    /// program that needs its cores reads above and stays. The memory
+    /// lapses after `SscParams::reference_every` settled rounds.
+    pub(super) fn back_to_confined(
+        &mut self,
+        params: &SscParams,
+        round: Round,
+        thro: f64,
+    ) -> Option<Step> {
+        let dropped = self.dropped?;
+        if round.bound < round.max_bound || round.measured.is_none() {
+            self.dropped = None;
+            return None;
+        }
+        let worse = thro * (1.0 + params.unconfined_margin) < dropped.confined_thro;
+        self.below_reference = if worse { self.below_reference + 1 } else { 0 };
+        self.since_drop += 1;
+        if self.below_reference >= params.confirmations.max(1) {
+            self.dropped = None;
+            self.below_reference = 0;
+            self.unconfined_thro = Some(thro);
+            self.settled_mean = 0.0;
+            self.reference_gap = (self.reference_gap * 2).clamp(1, params.reference_every.max(1));
+            self.reference_due = self.reference_gap;
+            let work_cores = round.lock_intensive.min(dropped.confined).max(1);
+            self.record_last(work_cores, dropped.confined_thro);
+            return Some(Step::to(DecisionKind::KeepConfined, thro, dropped.confined));
+        }
+        if self.since_drop >= params.reference_every {
+            self.dropped = None;
+        }
+        None
+    }
+
     /// The round on every core is measured: the doubling starts from the
     /// initial bound. One round, not the best of several: a longer stay on
     /// every core let the simulator's 1,024-core presets fall into a convoy
     /// more often than it measured them better.
     pub(super) fn baseline(&mut self, params: &SscParams, round: Round, thro: f64) -> Step {
+        let rising = self.baseline_rising(params, round);
         self.awaits_trial = round.contended_for < params.trial_after(round.handoff_share);
         if self.awaits_trial {
+            return Step::hold(thro);
+        }
+        if rising && self.baseline_holds < params.arrival_hold_max {
+            self.baseline_holds += 1;
             return Step::hold(thro);
         }
         // Only measured progress compares every core with a confined bound:
