@@ -267,7 +267,9 @@ impl SearchState {
     pub(crate) fn determine(&mut self, params: &SscParams, round: Round) -> Step {
         let work_cores = round.work_cores();
         let thro = round.thro();
-        if self.phase != Phase::Settled {
+        // A reference round is a settled search's measurement: the rounds
+        // after it are no new settling to record.
+        if !matches!(self.phase, Phase::Settled | Phase::Reference(_)) {
             self.rounds_settled = 0;
         }
         if self.arrivals_under_way(params, round) {

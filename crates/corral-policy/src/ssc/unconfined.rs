@@ -7,18 +7,23 @@ use super::params::{DecisionKind, SscParams};
 use super::search::{BoundMove, Phase, Reference, Round, SearchState, Step, UnconfinedProbe};
 
 /// Reference rounds begin this many settled rounds after settling, and
-/// the gap doubles up to `SscParams::reference_every`.
-const FIRST_REFERENCE_GAP: u32 = 2;
+/// the gap doubles up to `SscParams::reference_every`. At 2, sysbench
+/// mutex's `bench apps` runs (about 90 ms under corral) paid two
+/// reference rounds, a tenth of their time at a quarter of the rate.
+const FIRST_REFERENCE_GAP: u32 = 4;
 
 impl SearchState {
     /// Whether the program is still arriving on every core: with
     /// `SscParams::arrival_growth`, the lock-intensive count rose by more
     /// than it since the last round on every core, or progress moved by
     /// more than it either way (arriving threads raise a program's
-    /// progress, or, where they contend, lower it), or there is no last
-    /// round to tell (the rounds held for `SscParams::trial_after` are
-    /// such rounds). A baseline taken then reads a program that is not
-    /// all there yet. Records this round either way.
+    /// progress, or, where they contend, lower it). The rounds held for
+    /// `SscParams::trial_after` are such last rounds; a first round has
+    /// none and counts: holding it cost sysbench mutex 10-25% of a
+    /// `bench apps` run at 4-32 threads (2.8x glibc at 4), and a baseline
+    /// it got wrong is re-measured by the reference rounds. A baseline
+    /// taken while the program moves reads a program that is not all
+    /// there yet. Records this round either way.
     fn baseline_rising(&mut self, params: &SscParams, round: Round) -> bool {
         let Some(rate) = round.measured else {
             return false;
@@ -26,7 +31,7 @@ impl SearchState {
         let prev = self.baseline_prev.replace((rate, round.lock_intensive));
         let grew = |now: f64, before: f64| now > before * (1.0 + params.arrival_growth);
         params.arrival_growth > 0.0
-            && prev.is_none_or(|(r, n)| {
+            && prev.is_some_and(|(r, n)| {
                 grew(rate, r)
                     || grew(r, rate)
                     || grew(f64::from(round.lock_intensive), f64::from(n))
@@ -125,7 +130,6 @@ impl SearchState {
         self.climbing = 0;
         self.settled_mean = 0.0;
         if reference.confined_thro >= thro {
-            self.below_reference = 0;
             self.reference_gap = (self.reference_gap * 2).clamp(1, params.reference_every.max(1));
             self.reference_due = self.reference_gap;
             return Step::to(DecisionKind::KeepConfined, thro, reference.confined);
