@@ -54,6 +54,7 @@ fn closed_loop(name: &str, description: &str, lock: LockSpec, op: Vec<Step>) -> 
         operation: op,
         ops_per_task: None,
         spawn_cycles: 0.0,
+        arrival_ns: 0.0,
         phases: vec![],
         groups: 1,
     }
@@ -101,13 +102,14 @@ fn planted_groups(name: &str, groups: u32) -> Workload {
         operation,
         ops_per_task: None,
         spawn_cycles: 0.0,
+        arrival_ns: 0.0,
         phases: vec![],
         groups,
     }
 }
 
 /// Names of the built-in workloads, in listing order.
-pub const NAMES: [&str; 21] = [
+pub const NAMES: [&str; 22] = [
     "fops",
     "mempop",
     "pfind",
@@ -122,6 +124,7 @@ pub const NAMES: [&str; 21] = [
     "parallel-grep",
     "phase-change",
     "markov",
+    "arrival-ramp",
     "ca-groups-2",
     "ca-groups-3",
     "ca-groups-4",
@@ -260,6 +263,20 @@ fn paper1_preset(name: &str) -> Option<Workload> {
             w
         }
         // Paper 3's Fig. 8 microbenchmark: s = 400, a = 12,500 (eq. 1 exact).
+        // Issue 51's shape: the program's threads arrive over its first
+        // 15 ms, so a baseline taken on the ramp reads low; one lock whose
+        // critical section is 5% of a thread's time alone, so the parallel
+        // part needs the cores up to about 20.
+        "arrival-ramp" => {
+            let mut w = closed_loop(
+                "arrival-ramp",
+                "threads arriving over 15 ms; one lock at 5% of a thread's time (estimated: peak ~20 cores)",
+                kernel_lock("lock", 250.0),
+                vec![step(work_for_share(250.0, 0.05), "lock", 250.0, 8)],
+            );
+            w.arrival_ns = 15_000_000.0;
+            w
+        }
         "markov" => {
             let mut l = kernel_lock("lock", 0.0);
             l.data_miss = [0.0; 4];

@@ -99,6 +99,12 @@ pub struct Workload {
     /// Cycles a freshly forked task spends before its first operation.
     #[serde(default)]
     pub spawn_cycles: f64,
+    /// The program's threads arrive over this many ns from the start: task
+    /// `t` of `n` first works `arrival_ns x t / n` without a lock (its
+    /// start-up), so progress and the lock-intensive count rise over the
+    /// ramp, as a real program's do while it creates its threads.
+    #[serde(default)]
+    pub arrival_ns: f64,
     /// Later operations, in order of their start.
     #[serde(default)]
     pub phases: Vec<PhaseSpec>,
@@ -163,6 +169,9 @@ impl Workload {
         }
         if !self.spawn_cycles.is_finite() || self.spawn_cycles < 0.0 {
             return Err(SimError::workload("spawn_cycles", "must be >= 0"));
+        }
+        if !self.arrival_ns.is_finite() || self.arrival_ns < 0.0 {
+            return Err(SimError::workload("arrival_ns", "must be >= 0"));
         }
         Ok(())
     }

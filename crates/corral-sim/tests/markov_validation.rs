@@ -28,6 +28,7 @@ fn single_lock(a: f64, s: f64) -> Workload {
         }],
         ops_per_task: None,
         spawn_cycles: 0.0,
+        arrival_ns: 0.0,
         phases: vec![],
         groups: 1,
     }

@@ -233,6 +233,8 @@ pub(crate) struct State<'a, P: SimPolicy + ?Sized> {
     /// Operations after which a task exits; none for long-lived tasks.
     ops_per_task: Option<u64>,
     spawn_cycles: f64,
+    /// `Workload::arrival_ns` in cycles.
+    arrival_cycles: f64,
     /// One timer per task: most events, apart from the rest so that their
     /// heap is shallower.
     timers: Timers,
@@ -293,6 +295,7 @@ impl<'a, P: SimPolicy + ?Sized> State<'a, P> {
             current_program: 0,
             ops_per_task: workload.ops_per_task,
             spawn_cycles: workload.spawn_cycles,
+            arrival_cycles: workload.arrival_ns * clock,
             timers: Timers::new(n_tasks as usize),
             machine_timers: Timers::new((cores + globals) as usize),
             n_tasks,

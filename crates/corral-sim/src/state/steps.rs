@@ -26,7 +26,8 @@ impl<P: SimPolicy + ?Sized> State<'_, P> {
                 hold_base: 0.0,
                 hold_handoff: 0.0,
                 timer: TaskTimer::PhaseEnd,
-                debt: 0.0,
+                // Staggered arrival: start-up work before the first lock.
+                debt: self.arrival_cycles * f64::from(t) / f64::from(self.n_tasks),
                 wait_since: 0.0,
                 spin_since: 0.0,
                 slice_start: 0.0,
