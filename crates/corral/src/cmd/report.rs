@@ -32,6 +32,44 @@ struct Doc {
     timeline: Vec<TimePoint>,
     #[serde(default)]
     locks: Vec<LockReport>,
+    /// The run's event log; its search decisions are marked on the SSC
+    /// panel.
+    #[serde(default)]
+    decisions: Vec<serde_json::Value>,
+}
+
+/// A search decision worth a mark: what the search compared, when.
+struct Mark {
+    t_ms: f64,
+    bound: u32,
+    label: String,
+}
+
+/// The decisions that measured every core or judged against it: the
+/// baseline, each reference round (with the confined rounds' rate it
+/// left) and its outcome (with the rate every core read: `all`), a drop
+/// and a settle on every core. A reader sees what each decision compared.
+fn marks(decisions: &[serde_json::Value]) -> Vec<Mark> {
+    decisions
+        .iter()
+        .filter(|d| d["event"] == "decision")
+        .filter_map(|d| {
+            let rate = d["throughput"].as_f64()?;
+            let what = match d["kind"].as_str()? {
+                "Baseline" => "baseline: all",
+                "Reference" => "reference: confined",
+                "KeepConfined" => "keep: all",
+                "DropConfined" => "drop: all",
+                "SettleUnconfined" => "unconfined: all",
+                _ => return None,
+            };
+            Some(Mark {
+                t_ms: d["t_ms"].as_f64()?,
+                bound: u32::try_from(d["bound_after"].as_u64()?).ok()?,
+                label: format!("{what} {rate:.0}/ms"),
+            })
+        })
+        .collect()
 }
 
 const WIDTH: u32 = 900;
@@ -61,8 +99,15 @@ fn draw(doc: &Doc, top: usize) -> DrawResult<String> {
         let root = SVGBackend::with_string(&mut out, (WIDTH, 3 * PANEL)).into_drawing_area();
         root.fill(&WHITE)?;
         let panels = root.split_evenly((3, 1));
-        let t_max = doc.timeline.last().map_or(1.0, |p| p.t_ms.max(1.0));
-        ssc_panel(&panels[0], &doc.timeline, t_max)?;
+        let marks = marks(&doc.decisions);
+        let t_max = doc
+            .timeline
+            .last()
+            .map(|p| p.t_ms)
+            .into_iter()
+            .chain(marks.iter().map(|m| m.t_ms))
+            .fold(1.0, f64::max);
+        ssc_panel(&panels[0], &doc.timeline, &marks, t_max)?;
         share_panel(&panels[1], &doc.timeline, t_max)?;
         lock_panel(&panels[2], &doc.locks, top)?;
         root.present()?;
@@ -73,15 +118,28 @@ fn draw(doc: &Doc, top: usize) -> DrawResult<String> {
 fn ssc_panel(
     area: &DrawingArea<SVGBackend, plotters::coord::Shift>,
     tl: &[TimePoint],
+    marks: &[Mark],
     t_max: f64,
 ) -> DrawResult<()> {
-    let y_max = tl.iter().map(|p| p.ssc_bound).max().unwrap_or(1).max(1);
+    let y_max = tl
+        .iter()
+        .map(|p| p.ssc_bound)
+        .chain(marks.iter().map(|m| m.bound))
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    // Room above the line for the marks' upright labels.
+    let y_top = if marks.is_empty() {
+        y_max + 1
+    } else {
+        2 * y_max + 2
+    };
     let mut chart = ChartBuilder::on(area)
         .caption("SSC size over time", ("sans-serif", 18))
         .margin(10)
         .x_label_area_size(30)
         .y_label_area_size(50)
-        .build_cartesian_2d(0.0..t_max, 0u32..y_max + 1)?;
+        .build_cartesian_2d(0.0..t_max, 0u32..y_top)?;
     chart.configure_mesh().x_desc("ms").y_desc("cores").draw()?;
     // A step line: the size holds until the next sample.
     let mut steps = Vec::new();
@@ -93,6 +151,20 @@ fn ssc_panel(
         steps.push((p.t_ms, p.ssc_bound));
     }
     chart.draw_series(LineSeries::new(steps, &RED))?;
+    chart.draw_series(
+        marks
+            .iter()
+            .map(|m| Circle::new((m.t_ms, m.bound), 4, BLACK.filled())),
+    )?;
+    chart.draw_series(marks.iter().map(|m| {
+        Text::new(
+            m.label.clone(),
+            (m.t_ms, m.bound),
+            ("sans-serif", 11)
+                .into_font()
+                .transform(FontTransform::Rotate270),
+        )
+    }))?;
     Ok(())
 }
 
@@ -185,6 +257,7 @@ mod tests {
     #[test]
     fn draws_every_panel_with_the_locks_named() {
         let doc = Doc {
+            decisions: Vec::new(),
             timeline: (0..5)
                 .map(|i| TimePoint {
                     t_ms: 100.0 * i as f64,
@@ -210,6 +283,30 @@ mod tests {
         ] {
             assert!(svg.contains(text), "{text} missing");
         }
+    }
+
+    #[test]
+    fn the_search_decisions_are_marked_with_what_they_compared() {
+        let doc: Doc = serde_json::from_str(
+            r#"{"decisions":[
+            {"event":"qualified","t_ms":5.0,"tid":7,"share":0.8},
+            {"event":"decision","t_ms":14.9,"kind":"Baseline","bound_before":2,"bound_after":1,"throughput":1135.0},
+            {"event":"decision","t_ms":30.0,"kind":"Hold","bound_before":1,"bound_after":1,"throughput":2200.0},
+            {"event":"decision","t_ms":115.4,"kind":"Reference","bound_before":1,"bound_after":2,"throughput":2373.0},
+            {"event":"decision","t_ms":130.0,"kind":"KeepConfined","bound_before":2,"bound_after":1,"throughput":2167.0},
+            {"event":"decision","t_ms":310.4,"kind":"DropConfined","bound_before":1,"bound_after":2,"throughput":1938.0}]}"#,
+        )
+        .unwrap();
+        let svg = draw(&doc, 10).unwrap();
+        for text in [
+            "baseline: all 1135/ms",
+            "reference: confined 2373/ms",
+            "keep: all 2167/ms",
+            "drop: all 1938/ms",
+        ] {
+            assert!(svg.contains(text), "{text} missing");
+        }
+        assert!(!svg.contains("2200/ms"), "a hold is not marked");
     }
 
     #[test]
