@@ -625,3 +625,27 @@ fn the_first_rounds_back_from_a_reference_round_do_not_restart_the_search() {
         "{log:?}"
     );
 }
+
+#[test]
+fn a_baseline_waits_for_a_measured_round() {
+    // `corral run` at a late load: the votes close the first round before
+    // the monitor has reported any progress; its T = n(1 - p) is about 2
+    // where measured rounds read thousands a ms.
+    let params = SscParams::user_space();
+    let unmeasured = Round {
+        measured: None,
+        useful_perc: 0.95,
+        ..round(2, 8, 0.0)
+    };
+    let mut state = SearchState::for_params(&params);
+    let step = state.determine(&params, unmeasured);
+    assert_eq!(step.kind, DecisionKind::Hold);
+    let step = state.determine(&params, round(2, 8, 4_000.0));
+    assert_eq!(step.kind, DecisionKind::Baseline);
+    assert_eq!(state.unconfined_thro, Some(4_000.0));
+    // A driver that never measures (the kernel-lock monitor) is not held.
+    let kernel = SscParams::kernel();
+    let mut state = SearchState::for_params(&kernel);
+    let step = state.determine(&kernel, unmeasured);
+    assert_eq!(step.kind, DecisionKind::Baseline);
+}

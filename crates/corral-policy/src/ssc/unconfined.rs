@@ -185,7 +185,13 @@ impl SearchState {
         if self.awaits_trial {
             return Step::hold(thro);
         }
-        if rising && self.baseline_holds < params.arrival_hold_max {
+        // A round closed by votes before the driver's first progress
+        // report has only the paper's estimate T = n(1 - p), in other
+        // units than every later round: no reference at all. Wait for a
+        // measured one (the kernel-lock monitor, which never measures,
+        // runs a preset with no arrival holds).
+        let unmeasured = params.use_progress && round.measured.is_none();
+        if (rising || unmeasured) && self.baseline_holds < params.arrival_hold_max {
             self.baseline_holds += 1;
             return Step::hold(thro);
         }
