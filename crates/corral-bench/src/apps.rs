@@ -180,7 +180,7 @@ pub struct BenchAppsArgs {
     pub(crate) load_after_contended: u32,
     /// Another lock library as a column: NAME=LIB.so, preloaded into the
     /// program as LD_PRELOAD does, in the same rounds as glibc and corral
-    /// (FlexGuard: built by ../shared/peers/flexguard/build.sh; it needs
+    /// (FlexGuard: its interpose library, built from its public source; it needs
     /// root and TSC_KHZ in the environment); repeatable.
     #[arg(long, value_name = "NAME=LIB.so")]
     pub(crate) peer: Vec<crate::peer::Peer>,

@@ -1,7 +1,7 @@
 //! `--peer NAME=LIB.so`: another lock library, preloaded into the program
 //! as `LD_PRELOAD` does it, measured as a column beside glibc and corral in
-//! the same rounds. FlexGuard and its sibling locks
-//! (`../shared/peers/flexguard/build.sh`) are such libraries; FlexGuard
+//! the same rounds. FlexGuard and its sibling locks, built as interpose
+//! libraries from their public source, are such libraries; FlexGuard
 //! needs root and `TSC_KHZ` in the environment, which the bench passes on.
 
 use std::ffi::OsString;

@@ -4,6 +4,8 @@
 //! the same points and that printed points replay are checked: tests never
 //! time things or compare rates.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -13,22 +15,11 @@ use serde_json::Value;
 const SMALL: &str =
     "threads=2,locks=1,skew=0.00,cs-ns=100,out-ns=100,inside=none,kind=mutex,read-share=0.00";
 
-/// The preload library beside the test's `corral` (built by the caller).
-fn preload_beside_corral() -> PathBuf {
-    let exe = PathBuf::from(env!("CARGO_BIN_EXE_corral"));
-    let lib = exe.parent().unwrap().join("libcorral_preload.so");
-    assert!(
-        lib.is_file(),
-        "build the preload library first: cargo build -p corral-preload"
-    );
-    lib
-}
-
 /// `corral bench space ARGS` as a command, with the preload beside the
 /// test's corral.
 fn command(args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_corral"));
-    cmd.env("CORRAL_PRELOAD", preload_beside_corral())
+    cmd.env("CORRAL_PRELOAD", common::preload())
         .args(["bench", "space"])
         .args(args);
     cmd
@@ -303,7 +294,7 @@ fn the_report_file_is_the_document_json_prints() {
     let dir = scratch("report");
     let file = dir.join("space.json");
     let file_arg = file.to_str().unwrap();
-    let printed_doc = bench_space_json(&[
+    let args = [
         "--points",
         "2",
         "--seed",
@@ -314,7 +305,8 @@ fn the_report_file_is_the_document_json_prints() {
         "10",
         "--report",
         file_arg,
-    ]);
+    ];
+    let printed_doc = bench_space_json(&args);
     let written: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert_eq!(printed(&written).len(), 2);
     assert_eq!(printed(&written), printed(&printed_doc));
@@ -322,18 +314,7 @@ fn the_report_file_is_the_document_json_prints() {
 
     // Without --json the table is printed, and the file is still written.
     std::fs::remove_file(&file).unwrap();
-    let out = bench_space(&[
-        "--points",
-        "2",
-        "--seed",
-        "3",
-        "--rounds",
-        "1",
-        "--duration-ms",
-        "10",
-        "--report",
-        file_arg,
-    ]);
+    let out = bench_space(&args);
     assert!(
         out.status.success(),
         "{}",

@@ -243,17 +243,11 @@ fn rounds(
 fn progress(p: &PointResult, done: usize, total: usize, started: Instant) {
     let elapsed = started.elapsed().as_secs_f64();
     let left = elapsed / done as f64 * (total - done) as f64;
-    let cols: Vec<String> = p
-        .arms
-        .iter()
-        .skip(1)
-        .map(|a| format!("{} {}", a.arm, report::arm_line(a)))
-        .collect();
     eprintln!(
         "[{done}/{total}] #{} {}: {} ({elapsed:.0} s, ~{left:.0} s left)",
         p.index,
         p.printed,
-        cols.join("; ")
+        report::columns_line(p)
     );
     let _ = std::io::stderr().flush();
 }

@@ -227,9 +227,10 @@ pub(crate) struct SpaceReport {
     pub(crate) skipped: usize,
 }
 
-/// CPUs this process may run on (what an unconfined SSC holds).
+/// CPUs this process may run on (what an unconfined SSC holds), read once.
 fn cpus() -> u32 {
-    corral_runtime::affinity::allowed_cpus().len().max(1) as u32
+    static CPUS: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *CPUS.get_or_init(|| corral_runtime::affinity::allowed_cpus().len().max(1) as u32)
 }
 
 /// The `q` quantile of sorted `v` (nearest rank).
@@ -273,8 +274,19 @@ pub(crate) fn worst(points: &[PointResult], k: usize) -> Vec<usize> {
     by.into_iter().take(k).map(|(i, _)| i).collect()
 }
 
-/// `0.93x [0.88-0.99] cpu 1.10x, loses`.
-pub(crate) fn arm_line(a: &ArmResult) -> String {
+/// Every column but glibc at one point: `default 0.93x ...; flexguard ...`.
+pub(crate) fn columns_line(p: &PointResult) -> String {
+    let cols: Vec<String> = p
+        .arms
+        .iter()
+        .skip(1)
+        .map(|a| format!("{} {}", a.arm, arm_line(a)))
+        .collect();
+    cols.join("; ")
+}
+
+/// One column at one point: `0.93x [0.88-0.99] cpu 1.10x even`.
+fn arm_line(a: &ArmResult) -> String {
     let mut s = match a.ratio {
         Some(r) => format!("{r:.2}x"),
         None => "failed".into(),
@@ -285,10 +297,11 @@ pub(crate) fn arm_line(a: &ArmResult) -> String {
     if let Some(c) = a.cpu_ratio {
         let _ = write!(s, " cpu {c:.2}x");
     }
+    let cpus = cpus();
     let confined = a
         .runs
         .iter()
-        .filter(|r| r.ssc_bound.is_some_and(|b| b < cpus()))
+        .filter(|r| r.ssc_bound.is_some_and(|b| b < cpus))
         .count();
     if confined > 0 {
         let _ = write!(s, " confined in {confined}/{} runs", a.runs.len());
@@ -358,13 +371,7 @@ pub(crate) fn render(r: &SpaceReport) -> String {
     }
     for &i in &r.worst {
         let p = &r.points[i];
-        let cols: Vec<String> = p
-            .arms
-            .iter()
-            .skip(1)
-            .map(|a| format!("{} {}", a.arm, arm_line(a)))
-            .collect();
-        let _ = writeln!(out, "#{:<3} {}", p.index, cols.join("; "));
+        let _ = writeln!(out, "#{:<3} {}", p.index, columns_line(p));
         let _ = writeln!(out, "     corral bench space --point '{}'", p.printed);
     }
     if r.skipped > 0 {

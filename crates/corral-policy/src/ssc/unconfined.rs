@@ -89,6 +89,13 @@ impl SearchState {
         Some(Step::to(DecisionKind::Reference, thro, round.max_bound))
     }
 
+    /// The confined bound stays: the next reference round comes twice as
+    /// many settled rounds later, at most `SscParams::reference_every`.
+    fn next_reference_later(&mut self, params: &SscParams) {
+        self.reference_gap = (self.reference_gap * 2).clamp(1, params.reference_every.max(1));
+        self.reference_due = self.reference_gap;
+    }
+
     /// Back to every core, settled there, on `reference` as its T; the
     /// `confined` bound is remembered (see [`Self::back_to_confined`]).
     fn drop_confinement(&mut self, round: Round, reference: f64, confined: Reference) -> Step {
@@ -130,8 +137,7 @@ impl SearchState {
         self.climbing = 0;
         self.settled_mean = 0.0;
         if reference.confined_thro >= thro {
-            self.reference_gap = (self.reference_gap * 2).clamp(1, params.reference_every.max(1));
-            self.reference_due = self.reference_gap;
+            self.next_reference_later(params);
             return Step::to(DecisionKind::KeepConfined, thro, reference.confined);
         }
         self.drop_confinement(round, thro, reference)
@@ -163,8 +169,7 @@ impl SearchState {
             self.below_reference = 0;
             self.unconfined_thro = Some(thro);
             self.settled_mean = 0.0;
-            self.reference_gap = (self.reference_gap * 2).clamp(1, params.reference_every.max(1));
-            self.reference_due = self.reference_gap;
+            self.next_reference_later(params);
             let work_cores = round.lock_intensive.min(dropped.confined).max(1);
             self.record_last(work_cores, dropped.confined_thro);
             return Some(Step::to(DecisionKind::KeepConfined, thro, dropped.confined));
