@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Rebuilds corral's kernel-lock BPF object from its C source, and records the
-# source's SHA-256 beside it so a test can tell when the object is stale.
+# Rebuilds corral's BPF objects (the kernel-lock source and the on-CPU
+# table) from their C sources, and records each source's SHA-256 beside it
+# so a test can tell when an object is stale.
 #
 #   scripts/build-bpf.sh          rebuild the committed object and its hash
 #   scripts/build-bpf.sh --check  compile into a scratch dir (where clang is
-#                                 present) and fail if the committed object is
-#                                 stale; without clang, check the hash only
+#                                 present) and fail if a committed object is
+#                                 stale; without clang, check the hashes only
 #
 # Needs clang, llvm-strip and the libbpf headers (Debian: clang llvm
 # libbpf-dev); scripts/ci-deps.sh installs them.
@@ -13,13 +14,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 dir=crates/corral-runtime/bpf
-src=$dir/kernel_locks.bpf.c
-obj=$dir/kernel_locks.bpf.o
-hash_file=$dir/kernel_locks.bpf.c.sha256
 arch_include=/usr/include/$(uname -m)-linux-gnu
 
 compile() {
-    local out=$1
+    local src=$1 out=$2
     clang -O2 -g -target bpf -D__TARGET_ARCH_x86 -I"$arch_include" \
         -Wall -Werror -c "$src" -o "$out.full"
     # Drop DWARF, keep .BTF/.BTF.ext (CO-RE needs them): a small object.
@@ -27,25 +25,27 @@ compile() {
     rm -f "$out.full"
 }
 
-source_hash() { sha256sum "$src" | cut -d' ' -f1; }
-
-if [[ ${1:-} == --check ]]; then
-    recorded=$(cat "$hash_file")
-    if [[ $recorded != "$(source_hash)" ]]; then
-        echo "build-bpf: $obj is stale: $src changed; run scripts/build-bpf.sh" >&2
-        exit 1
+for name in kernel_locks oncpu; do
+    src=$dir/$name.bpf.c
+    obj=$dir/$name.bpf.o
+    hash_file=$dir/$name.bpf.c.sha256
+    hash=$(sha256sum "$src" | cut -d' ' -f1)
+    if [[ ${1:-} == --check ]]; then
+        if [[ $(cat "$hash_file") != "$hash" ]]; then
+            echo "build-bpf: $obj is stale: $src changed; run scripts/build-bpf.sh" >&2
+            exit 1
+        fi
+        if command -v clang >/dev/null 2>&1; then
+            scratch=$(mktemp -d)
+            compile "$src" "$scratch/check.o"
+            rm -rf "$scratch"
+            echo "build-bpf: $src compiles; committed object is current"
+        else
+            echo "build-bpf: no clang; source hash of $src matches its object"
+        fi
+        continue
     fi
-    if command -v clang >/dev/null 2>&1; then
-        scratch=$(mktemp -d)
-        trap 'rm -rf "$scratch"' EXIT
-        compile "$scratch/check.o"
-        echo "build-bpf: $src compiles; committed object is current"
-    else
-        echo "build-bpf: no clang; source hash matches the committed object"
-    fi
-    exit 0
-fi
-
-compile "$obj"
-source_hash >"$hash_file"
-echo "build-bpf: wrote $obj ($(stat -c %s "$obj") bytes) and $hash_file"
+    compile "$src" "$obj"
+    echo "$hash" >"$hash_file"
+    echo "build-bpf: wrote $obj ($(stat -c %s "$obj") bytes) and $hash_file"
+done

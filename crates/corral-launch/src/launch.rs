@@ -2,6 +2,7 @@
 //! runtime published: shared by `corral run`, `corral bench counter`,
 //! `corral bench apps` and `corral demo`.
 
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -9,6 +10,7 @@ use std::time::{Duration, Instant};
 use corral_runtime::config::{
     RuntimeConfig, ENV_EVENTS, ENV_PARENT_PID, ENV_SHIM_TARGET, ENV_TOPOLOGY,
 };
+use corral_runtime::oncpu::ENV_ONCPU_FD;
 use corral_runtime::stats::{StatsMap, StatsSnapshot};
 
 use crate::signals;
@@ -215,6 +217,12 @@ fn encoded_topology() -> Option<&'static str> {
         .as_deref()
 }
 
+/// The CPUs this process may use, once per CLI process.
+fn cpus() -> Option<usize> {
+    static CPUS: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    *CPUS.get_or_init(|| std::thread::available_parallelism().ok().map(|n| n.get()))
+}
+
 /// [`launch`], calling `on_spawn` with the child's pid as soon as it exists
 /// (the kernel-lock monitor starts tracking it there).
 pub fn launch_observed(
@@ -231,10 +239,12 @@ pub fn launch_observed(
         .ok_or_else(|| CliError("no program given".into()))?;
     let mut cmd = Command::new(name);
     cmd.args(args);
+    let mut oncpu_fd = None;
     if let Some(lib) = preload {
         // The shim only where the full library's TLS size is known: its
         // late dlopen needs that room (see static_tls).
         let shim = shim_beside(lib).zip(crate::static_tls::need_of(lib).ok());
+        let with_shim = shim.is_some();
         let first = match shim {
             Some((shim, need)) => {
                 cmd.env(ENV_SHIM_TARGET, std::path::absolute(lib)?);
@@ -267,7 +277,24 @@ pub fn launch_observed(
             Some(p) => cmd.env(ENV_EVENTS, p),
             None => cmd.env_remove(ENV_EVENTS),
         };
+        if let Some(n) = cpus() {
+            if let Ok(name) = corral_runtime::config::ENV_CPUS_C.to_str() {
+                cmd.env(name, n.to_string());
+            }
+        }
+        // Only a shim maps the table (and closes the descriptor), and only
+        // in a program that loads preloads: elsewhere it would stay open.
+        let loads = || resolve_program(name).is_some_and(|p| crate::elf::loads_preloads(&p));
+        oncpu_fd = if with_shim && loads() {
+            crate::holder::child_fd()
+        } else {
+            None
+        };
     }
+    match &oncpu_fd {
+        Some(fd) => cmd.env(ENV_ONCPU_FD, fd.as_raw_fd().to_string()),
+        None => cmd.env_remove(ENV_ONCPU_FD),
+    };
     match output {
         Output::Inherit => {}
         Output::Capture => {
@@ -286,6 +313,9 @@ pub fn launch_observed(
     let child = cmd
         .spawn()
         .map_err(|e| CliError(format!("cannot start '{}': {e}", name.to_string_lossy())))?;
+    // The child has its copy (or failed to start): this one goes now, so
+    // that no later child inherits it.
+    drop(oncpu_fd);
     let pid = child.id() as i32;
     signals::program_started(pid);
     on_spawn(pid);

@@ -7,6 +7,7 @@
 
 pub mod elf;
 mod error;
+pub mod holder;
 pub mod launch;
 pub mod lists;
 pub mod signals;

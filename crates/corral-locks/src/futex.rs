@@ -35,7 +35,15 @@ impl FutexLock {
     pub(crate) fn lock_parked(state: &AtomicU32) {
         // Acquire: the previous holder's critical section happens before ours.
         while state.swap(CONTENDED, Ordering::Acquire) != UNLOCKED {
-            futex_wait(state, CONTENDED);
+            #[cfg(not(loom))]
+            let slept_at = crate::sys::clock::now_ticks();
+            let slept = futex_wait(state, CONTENDED);
+            #[cfg(not(loom))]
+            if slept {
+                crate::wake_cost::note_woken(slept_at);
+            }
+            #[cfg(loom)]
+            let _ = slept;
         }
     }
 
@@ -88,17 +96,23 @@ impl RawLock for FutexLock {
     }
 }
 
-/// Sleeps while `*word == expected` (spurious wake-ups are fine: callers loop).
+/// Sleeps while `*word == expected` (spurious wake-ups are fine: callers
+/// loop); true if it slept and was woken (not a changed word or a signal).
 #[cfg(target_os = "linux")]
 #[cold]
-pub(crate) fn futex_wait(word: &AtomicU32, expected: u32) {
-    wait(word, expected, Sharing::Private);
+pub(crate) fn futex_wait(word: &AtomicU32, expected: u32) -> bool {
+    matches!(
+        wait(word, expected, Sharing::Private),
+        crate::sync::futex::WaitResult::Woken
+    )
 }
 
 /// Wakes at most one thread sleeping on `word`.
 #[cfg(target_os = "linux")]
 #[cold]
 pub(crate) fn futex_wake_one(word: &AtomicU32) {
+    #[cfg(not(loom))]
+    crate::wake_cost::note_wake();
     wake(word, 1, Sharing::Private);
 }
 
@@ -106,10 +120,11 @@ pub(crate) fn futex_wake_one(word: &AtomicU32) {
 /// keeps the state machine's logic intact.
 #[cfg(not(target_os = "linux"))]
 #[cold]
-pub(crate) fn futex_wait(word: &AtomicU32, expected: u32) {
+pub(crate) fn futex_wait(word: &AtomicU32, expected: u32) -> bool {
     if word.load(Ordering::Relaxed) == expected {
         crate::sync::thread::yield_now();
     }
+    false
 }
 
 /// Stand-in off Linux: waiters re-check on their own.

@@ -27,6 +27,8 @@ mod ticket;
 mod ticket_backoff;
 mod ttas;
 pub mod wait;
+#[cfg(not(loom))]
+pub mod wake_cost;
 
 pub use adaptive::{AdaptiveLock, ADAPTIVE_SPIN_LIMIT};
 pub use algorithm::{Algorithm, UnknownAlgorithm};

@@ -13,6 +13,7 @@ pub mod faithful;
 pub mod model;
 pub mod placement;
 pub mod ssc;
+pub mod waiting;
 
 /// Nanoseconds, as passed in by the driver (simulated or real clock).
 pub type Nanos = u64;

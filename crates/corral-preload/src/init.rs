@@ -75,8 +75,12 @@ extern "C" fn on_load() {
     // SAFETY: registering a plain function pointer; no other arguments.
     unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
     adopt_parent_calibration();
+    if let Some(n) = env_decimal(corral_runtime::config::ENV_CPUS_C) {
+        corral_runtime::waiting::set_cpus(n.min(u64::from(u32::MAX)) as u32);
+    }
     if is_root_process() {
         die_with_parent();
+        adopt_oncpu_table();
         ROOT.store(true, Ordering::Relaxed); // Relaxed: read at exit by this process.
         let Some(cfg) = read_config() else { return };
         // SAFETY: getpid has no preconditions.
@@ -91,6 +95,24 @@ extern "C" fn on_load() {
     }
     // Release: a thread that sees Pending sees CONFIG and STATS.
     STATE.store(MonitorState::Pending as u8, Ordering::Release);
+}
+
+/// Uses the on-CPU table the shim mapped at its load, where it did (see
+/// `corral_runtime::oncpu`): lock waiters then follow their holder's run
+/// state. Only the process `corral run` started has one (its forks keep
+/// the mapping).
+fn adopt_oncpu_table() {
+    // SAFETY: RTLD_DEFAULT and a NUL-terminated name.
+    let f = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"corral_shim_oncpu_table".as_ptr()) };
+    if f.is_null() {
+        return;
+    }
+    // SAFETY: the shim exports this name as `extern "C" fn() -> *const u64`.
+    let table =
+        unsafe { core::mem::transmute::<*mut libc::c_void, extern "C" fn() -> *const u64>(f) }();
+    // SAFETY: the shim's table is null or a read-only mapping of
+    // ONCPU_BYTES that is never unmapped.
+    unsafe { corral_runtime::oncpu::adopt(table) };
 }
 
 /// Takes the TSC calibration `corral run` passed down, if it is there and

@@ -12,6 +12,7 @@ use corral_runtime::abi::lock_kind;
 use corral_runtime::registry::{
     current_tid, lock_attempt_noisy, lock_attempt_quiet, on_lock_attempt_at,
 };
+use corral_runtime::waiting::{let_spinner_in, HolderWords, HANDOFF_WANTED};
 
 use crate::deadline::Deadline;
 use crate::glibc::real;
@@ -389,9 +390,28 @@ fn wait_as<L: RawLock>(w: &MutexWords, parks: bool) {
     let l = unsafe { in_place::<L>(w.state(Layout::of(parks))) };
     let addr = w as *const MutexWords as usize;
     // A parking algorithm's waiters sleep on its own word; under its
-    // layout the parking words hold the lock word and the count.
+    // layout the parking words hold the lock word and the count, and the
+    // owner word names the holder, whose run state its waiters follow.
     let parking = (!parks).then(|| w.parking());
-    crate::profiled::wait_for(l, parks, parking, addr, lock_kind::MUTEX);
+    let holder = parks.then(|| HolderWords {
+        word: w.lock_word(),
+        owner: w.owner(Layout::Glibc),
+        memory: w.spin_memory(),
+        releases: w.releases(),
+    });
+    crate::profiled::wait_for(l, parks, parking, holder, addr, lock_kind::MUTEX);
+    if parks {
+        name_owner(w);
+    }
+}
+
+/// Records the calling thread as holder of `w`'s parking lock, as glibc
+/// does for every mutex: waiters read it to follow the holder's run state.
+#[inline(always)]
+fn name_owner(w: &MutexWords) {
+    // Relaxed: a hint for waiters; cleared before the release.
+    w.owner(Layout::Glibc)
+        .store(current_tid() as u32, Ordering::Relaxed);
 }
 
 /// Takes `w`'s lock of algorithm `L`, kept as `layout` says, if it is free.
@@ -406,7 +426,11 @@ fn try_acquire_as<L: RawLock>(w: &MutexWords, layout: Layout) -> bool {
 #[inline(always)]
 fn try_take<L: RawLock>(w: &MutexWords, layout: Layout) -> bool {
     // SAFETY: `w.state(layout)` is a live mutex's state words.
-    unsafe { in_place::<L>(w.state(layout)) }.try_lock()
+    let taken = unsafe { in_place::<L>(w.state(layout)) }.try_lock();
+    if taken && layout == Layout::Glibc {
+        name_owner(w);
+    }
+    taken
 }
 
 /// Releases `w`'s lock of algorithm `L`; `parks` as in [`acquire_as`]:
@@ -422,8 +446,16 @@ unsafe fn release_as<L: RawLock>(w: &MutexWords, parks: bool) {
         // has none: a release leaves none, as glibc's does. Relaxed: the
         // release below publishes it.
         w.owner(Layout::Glibc).store(0, Ordering::Relaxed);
+        // Looked at and counted under the lock, as the parking words below.
+        // Relaxed: hints for spinners; only holders write the count.
+        let polite = w.spin_memory().load(Ordering::Relaxed) & HANDOFF_WANTED != 0;
+        let n = w.releases().load(Ordering::Relaxed);
+        w.releases().store(n.wrapping_add(1), Ordering::Relaxed);
         // SAFETY: `w.state(..)` is a live mutex's state words; the caller holds it.
         unsafe { in_place::<L>(w.state(Layout::Glibc)).unlock() };
+        if polite {
+            let_spinner_in();
+        }
         return;
     }
     // Looked at under the lock: after the release the mutex may be

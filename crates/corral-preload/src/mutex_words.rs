@@ -2,7 +2,7 @@
 //! state, the recursion count, the owner and the parking words live, by
 //! the family of the process's algorithm ([`Layout`]).
 
-use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicI32, AtomicU16, AtomicU32, AtomicU64, Ordering};
 
 use corral_runtime::parking::Parking;
 
@@ -27,7 +27,14 @@ pub(crate) struct MutexWords {
     head: [AtomicU32; 4],
     /// glibc's `__kind`: type in the low bits, flags above.
     kind: AtomicI32,
-    _spins: u32,
+    /// glibc's `__spins`: what the lock's waits taught its spinners
+    /// (`corral_policy::waiting::LockMemory`, small counts, as glibc's
+    /// adaptive mutex keeps a count there) and a spinner's hand-off request.
+    spins: AtomicU16,
+    /// glibc's `__elision` (read by glibc only for mutexes it elides,
+    /// which it never locks here): the count of releases, which spinners
+    /// read to tell the lock's cycle.
+    releases: AtomicU16,
     /// A spinning algorithm's lock state (zero = unlocked); atomics, as
     /// the lock types laid over it are.
     state: [AtomicU64; 2],
@@ -130,6 +137,24 @@ impl MutexWords {
             Layout::Glibc => &self.head[2],
             Layout::Spinning => &self.head[3],
         }
+    }
+
+    /// The count of the lock's releases (parking algorithms).
+    #[inline]
+    pub(crate) fn releases(&self) -> &AtomicU16 {
+        &self.releases
+    }
+
+    /// A parking algorithm's lock word (glibc's `__lock`).
+    #[inline]
+    pub(crate) fn lock_word(&self) -> &AtomicU32 {
+        &self.head[0]
+    }
+
+    /// The lock's spin memory word (see `corral_runtime::waiting`).
+    #[inline]
+    pub(crate) fn spin_memory(&self) -> &AtomicU16 {
+        &self.spins
     }
 
     /// Where a waiter of a spinning algorithm sleeps (zero when none).

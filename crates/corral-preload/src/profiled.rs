@@ -6,7 +6,7 @@
 use corral_locks::wait::now_ticks;
 use corral_locks::RawLock;
 use corral_runtime::parking::Parking;
-use corral_runtime::waiting::lock_contended;
+use corral_runtime::waiting::{lock_contended, HolderWords};
 use corral_runtime::{lockprof, monitor_thread};
 
 /// [`lock_contended`] on the lock whose pthread object is at `addr`, taken
@@ -17,15 +17,18 @@ pub(crate) fn wait_for<L: RawLock>(
     lock: &L,
     parks: bool,
     parking: Option<&Parking>,
+    holder: Option<HolderWords<'_>>,
     addr: usize,
     kind: u32,
 ) {
     match lockprof::begin(addr, kind) {
-        None => lock_contended(lock, parks, parking),
+        None => {
+            lock_contended(lock, parks, parking, holder);
+        }
         Some(pending) => {
             let start = now_ticks();
-            lock_contended(lock, parks, parking);
-            pending.end(now_ticks().wrapping_sub(start).max(1));
+            let outcome = lock_contended(lock, parks, parking, holder);
+            pending.end_with(now_ticks().wrapping_sub(start).max(1), outcome);
         }
     }
     monitor_thread::after_wait();

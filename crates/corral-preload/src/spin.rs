@@ -59,7 +59,7 @@ pub unsafe extern "C" fn pthread_spin_lock(s: *mut libc::pthread_spinlock_t) -> 
     // SAFETY: `s` is live (this function's contract).
     let l = unsafe { lock_of(s) };
     if !l.try_lock() {
-        crate::profiled::wait_for(l, false, None, s as usize, lock_kind::SPIN);
+        crate::profiled::wait_for(l, false, None, None, s as usize, lock_kind::SPIN);
     }
     0
 }

@@ -15,7 +15,7 @@ use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64};
 /// `b"CORRAL\0\x01"` read as a little-endian u64.
 pub const STATS_MAGIC: u64 = u64::from_le_bytes(*b"CORRAL\0\x01");
 /// Bumped on any layout change; readers refuse other versions.
-pub const STATS_VERSION: u32 = 2;
+pub const STATS_VERSION: u32 = 3;
 /// Default capacity of the thread table.
 pub const DEFAULT_MAX_THREADS: u32 = 1024;
 
@@ -167,6 +167,40 @@ pub struct LockRecord {
     pub caller_samples: [AtomicU32; LOCK_CALLERS],
     /// Samples of callers that found `callers` full.
     pub other_samples: AtomicU32,
+    /// How the counted waits of a parking lock went, by [`WaitTally`]'s
+    /// slots: spun to the hand-off, spun then parked, parked at once, then
+    /// why each park: holder off its CPU, budget spent, crowded, short
+    /// cycle.
+    pub outcomes: [AtomicU32; WAIT_OUTCOMES],
+}
+
+/// Entries of [`LockRecord::outcomes`].
+pub const WAIT_OUTCOMES: usize = 7;
+
+/// Where a [`corral_policy::waiting::WaitOutcome`] is counted in
+/// [`LockRecord::outcomes`].
+#[derive(Debug)]
+pub struct WaitTally;
+
+impl WaitTally {
+    /// The slot of `outcome`'s kind, and of its park's reason if it parked.
+    #[inline]
+    pub fn slots(outcome: corral_policy::waiting::WaitOutcome) -> (usize, Option<usize>) {
+        use corral_policy::waiting::{ParkReason, WaitOutcome};
+        let reason = |r: ParkReason| {
+            Some(match r {
+                ParkReason::HolderOffCpu => 3,
+                ParkReason::BudgetSpent => 4,
+                ParkReason::Crowded => 5,
+                ParkReason::ShortCycle => 6,
+            })
+        };
+        match outcome {
+            WaitOutcome::SpunToHandoff => (0, None),
+            WaitOutcome::SpunThenParked(r) => (1, reason(r)),
+            WaitOutcome::ParkedAtOnce(r) => (2, reason(r)),
+        }
+    }
 }
 
 impl LockRecord {
@@ -183,6 +217,7 @@ impl LockRecord {
             callers: [const { AtomicU64::new(0) }; LOCK_CALLERS],
             caller_samples: [const { AtomicU32::new(0) }; LOCK_CALLERS],
             other_samples: AtomicU32::new(0),
+            outcomes: [const { AtomicU32::new(0) }; WAIT_OUTCOMES],
         }
     }
 }

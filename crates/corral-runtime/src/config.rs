@@ -62,6 +62,9 @@ pub const ENV_LOAD_AFTER_CONTENDED: &str = "CORRAL_LOAD_AFTER_CONTENDED";
 /// (`topology::encode`): every process under it starts its monitor
 /// without reading sysfs again (a dozen files per CPU).
 pub const ENV_TOPOLOGY: &str = "CORRAL_TOPOLOGY";
+/// CPUs `corral run` may use, for its processes' waiters (no waiter spins
+/// while spinners would take them all); read at load without allocating.
+pub const ENV_CPUS_C: &core::ffi::CStr = c"CORRAL_CPUS";
 
 /// The TSC calibration `corral run` made once (32.32 ns per tick, decimal):
 /// every process under it takes it instead of spinning 250 us to make its

@@ -17,6 +17,7 @@ pub mod kernel;
 pub mod lockprof;
 pub mod monitor;
 pub mod monitor_thread;
+pub mod oncpu;
 pub mod pace;
 pub mod parking;
 pub mod policies;

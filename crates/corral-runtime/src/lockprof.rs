@@ -117,6 +117,20 @@ pub fn begin(addr: usize, kind: u32) -> Option<Pending> {
 }
 
 impl Pending {
+    /// [`Pending::end`], counting what the wait did where it is known.
+    #[inline]
+    pub fn end_with(self, ticks: u64, outcome: Option<corral_policy::waiting::WaitOutcome>) {
+        if let Some(o) = outcome {
+            let (kind, reason) = crate::abi::WaitTally::slots(o);
+            for i in core::iter::once(kind).chain(reason) {
+                // Relaxed: a statistic; written by the lock's holder.
+                let c = &self.rec.outcomes[i];
+                c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+            }
+        }
+        self.end(ticks);
+    }
+
     /// Counts the acquisition, now held, which waited `ticks`.
     ///
     /// A mutex's, spin lock's or write lock's record is written only by

@@ -246,16 +246,20 @@ std::thread_local! {
 /// The kernel thread id of the caller, cached per thread.
 #[inline]
 pub fn current_tid() -> i32 {
-    LOCAL.with(|l| {
-        let tid = l.tid.get();
-        if tid != 0 {
-            return tid;
-        }
-        // SAFETY: gettid has no arguments and cannot fail.
-        let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
-        l.tid.set(tid);
-        tid
+    LOCAL.with(|l| match l.tid.get() {
+        0 => first_tid(&l.tid),
+        tid => tid,
     })
+}
+
+/// [`current_tid`]'s first call on a thread: asks the kernel once.
+#[cold]
+#[inline(never)]
+fn first_tid(cache: &Cell<i32>) -> i32 {
+    // SAFETY: gettid has no arguments and cannot fail.
+    let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
+    cache.set(tid);
+    tid
 }
 
 /// Called before every lock acquisition: counts the attempt, registers the

@@ -360,7 +360,7 @@ fn load() {
     let mut targets = [core::ptr::null::<()>(); N];
     let late_start = load::load_into(&mut targets, &NAMES, MUTEX_OPS);
     LATE_START.store(late_start.cast_mut(), Ordering::Release); // Release: read after the load
-    for ((i, t), slot) in targets.into_iter().enumerate().zip(SLOTS.iter()) {
+    for ((i, &t), slot) in targets.iter().enumerate().zip(SLOTS.iter()) {
         let t = if t.is_null() || is_entry(t) {
             next(i)
         } else {
@@ -378,6 +378,7 @@ pub(crate) extern "C" fn on_load() {
     LOAD_AFTER.store(load::load_after(), Ordering::Relaxed);
     if let Some(corral) = load::started_by() {
         sys::die_with_parent(corral);
+        crate::oncpu::adopt();
         // A deferred load waits for contention, here too.
         if load::has_target() && LOAD_AFTER.load(Ordering::Relaxed) == 0 {
             // The process has one thread: nothing races this call.

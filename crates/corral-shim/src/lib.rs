@@ -5,10 +5,11 @@
 //! `CORRAL_SHIM_TARGET`) and points every slot into it. A process that
 //! never calls one of them (a shell, `/bin/true`: most of what a script
 //! execs) never loads the full library, and pays at its exec for this
-//! library alone: no std, three imported symbols, no constructor work
-//! beyond three `getenv`s. By default (`corral run --load-after-contended`,
-//! 1000) a process stays on glibc's mutexes until it has handed a mutex to a
-//! waiting thread that many times, so that a short run that barely
+//! library alone: no std, four imported symbols (one the compiler's
+//! `memset`), no constructor work beyond a few `getenv`s (and, under
+//! `corral run` as root, mapping the on-CPU table). By default (`corral
+//! run --load-after-contended`, 1000) a process stays on glibc's mutexes
+//! until it has handed a mutex to a waiting thread that many times, so that a short run that barely
 //! contends never pays the full library's load; with 0, the process
 //! `corral run` started loads it at once (its stats file and report).
 //!
@@ -25,9 +26,11 @@
 
 mod entries;
 mod load;
+mod oncpu;
 mod sys;
 
 pub use entries::*;
+pub use oncpu::corral_shim_oncpu_table;
 
 #[cfg(not(test))]
 #[panic_handler]
@@ -61,6 +64,25 @@ mod tests {
             crate::load::ENV_LOAD_AFTER.to_str().unwrap(),
             corral_runtime::config::ENV_LOAD_AFTER_CONTENDED
         );
+        assert_eq!(
+            crate::oncpu::ENV_ONCPU_FD.to_str().unwrap(),
+            corral_runtime::oncpu::ENV_ONCPU_FD
+        );
+        assert_eq!(
+            crate::oncpu::ONCPU_BYTES,
+            corral_runtime::oncpu::ONCPU_BYTES
+        );
+    }
+
+    #[test]
+    fn reads_descriptor_links() {
+        let f = std::fs::File::open("/proc/self/status").unwrap();
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&f);
+        let link = std::fs::read_link(format!("/proc/self/fd/{fd}")).unwrap();
+        let link = link.to_str().unwrap().as_bytes().to_vec();
+        assert!(crate::sys::fd_link_is(fd, &link));
+        assert!(!crate::sys::fd_link_is(fd, b"anon_inode:bpf-map"));
+        assert!(!crate::sys::fd_link_is(-1, &link));
     }
 
     #[test]

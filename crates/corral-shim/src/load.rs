@@ -97,7 +97,7 @@ pub(crate) fn has_target() -> bool {
 }
 
 /// A pid in decimal. The full library's `init::parse_pid` is its twin:
-/// the shim links no crate of corral's (no std, three imports).
+/// the shim links no crate of corral's (no std, four imports).
 pub(crate) fn parse_pid(digits: &[u8]) -> Option<i32> {
     if digits.is_empty() || digits.len() > 10 {
         return None;

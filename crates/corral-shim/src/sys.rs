@@ -24,6 +24,12 @@ const SYS_KILL: usize = 62;
 const SYS_EXIT_GROUP: usize = 231;
 const SYS_PRCTL: usize = 157;
 const SYS_MINCORE: usize = 27;
+const SYS_MMAP: usize = 9;
+const SYS_CLOSE: usize = 3;
+const SYS_READLINKAT: usize = 267;
+const AT_FDCWD: isize = -100;
+const PROT_READ: usize = 1;
+const MAP_SHARED: usize = 1;
 const PR_SET_PDEATHSIG: usize = 1;
 const SIGKILL: usize = 9;
 const FUTEX_WAIT_PRIVATE: usize = 128;
@@ -49,6 +55,82 @@ unsafe fn syscall4(nr: usize, a: usize, b: usize, c: usize, d: usize) -> isize {
         );
     }
     ret
+}
+
+/// A system call of six arguments.
+///
+/// # Safety
+/// The arguments are valid for system call `nr`.
+#[inline]
+unsafe fn syscall6(nr: usize, args: [usize; 6]) -> isize {
+    let ret: isize;
+    // SAFETY: as in `syscall4`, with r8 and r9 for the last two.
+    unsafe {
+        core::arch::asm!(
+            "syscall",
+            inlateout("rax") nr as isize => ret,
+            in("rdi") args[0], in("rsi") args[1], in("rdx") args[2],
+            in("r10") args[3], in("r8") args[4], in("r9") args[5],
+            lateout("rcx") _, lateout("r11") _,
+            options(nostack),
+        );
+    }
+    ret
+}
+
+/// Whether descriptor `fd`'s link in `/proc/self/fd` reads `want`.
+/// Written without a panic path (no indexing, no overflow check): the
+/// shim links no unwinder.
+pub(crate) fn fd_link_is(fd: i32, want: &[u8]) -> bool {
+    if fd < 0 {
+        return false;
+    }
+    // "/proc/self/fd/", up to 10 digits, a NUL.
+    let mut path = *b"/proc/self/fd/\0\0\0\0\0\0\0\0\0\0\0";
+    let mut digits = [0u8; 10];
+    let (mut n, mut len) = (fd as u32, 0usize);
+    for d in digits.iter_mut() {
+        *d = b'0'.wrapping_add((n % 10) as u8);
+        len = len.wrapping_add(1);
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let number = digits.iter().take(len).rev();
+    for (slot, d) in path.iter_mut().skip(b"/proc/self/fd/".len()).zip(number) {
+        *slot = *d;
+    }
+    let mut buf = [0u8; 64];
+    // SAFETY: a NUL-terminated path and a live buffer of its length.
+    let got = unsafe {
+        syscall4(
+            SYS_READLINKAT,
+            AT_FDCWD as usize,
+            path.as_ptr() as usize,
+            buf.as_mut_ptr() as usize,
+            buf.len(),
+        )
+    };
+    got >= 0 && got as usize == want.len() && buf.iter().zip(want).all(|(a, b)| a == b)
+}
+
+/// Maps `len` bytes of `fd` shared and read-only; null on failure.
+pub(crate) fn map_read_only(fd: i32, len: usize) -> *const u64 {
+    // SAFETY: a new mapping at an address the kernel picks.
+    let p = unsafe { syscall6(SYS_MMAP, [0, len, PROT_READ, MAP_SHARED, fd as usize, 0]) };
+    // The kernel returns -errno (-4095..-1) on failure.
+    if (-4095..0).contains(&p) {
+        core::ptr::null()
+    } else {
+        p as *const u64
+    }
+}
+
+/// Closes `fd`.
+pub(crate) fn close(fd: i32) {
+    // SAFETY: closes a descriptor this process owns (passed to it to close).
+    unsafe { syscall4(SYS_CLOSE, fd as usize, 0, 0, 0) };
 }
 
 /// The environment variable `name`, or `None` where it is unset or empty

@@ -129,22 +129,27 @@ fn the_committed_object_is_current() {
     // An eBPF ELF: magic, 64-bit, machine EM_BPF (247).
     assert_eq!(&BPF_OBJECT[..4], b"\x7fELF");
     assert_eq!(u16::from_le_bytes([BPF_OBJECT[18], BPF_OBJECT[19]]), 247);
+    assert_eq!(&ONCPU_OBJECT[..4], b"\x7fELF");
     let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let src = crate_dir.join("bpf/kernel_locks.bpf.c");
-    let out = Command::new("sha256sum")
-        .arg(&src)
-        .output()
-        .expect("sha256sum");
-    let actual = String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .next()
-        .unwrap_or_default()
-        .to_string();
-    assert_eq!(
-        actual,
-        BPF_SOURCE_SHA256.trim(),
-        "BPF source changed: run scripts/build-bpf.sh"
-    );
+    for (source, recorded) in [
+        ("kernel_locks.bpf.c", BPF_SOURCE_SHA256),
+        ("oncpu.bpf.c", ONCPU_SOURCE_SHA256),
+    ] {
+        let out = Command::new("sha256sum")
+            .arg(crate_dir.join("bpf").join(source))
+            .output()
+            .expect("sha256sum");
+        let actual = String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        assert_eq!(
+            actual,
+            recorded.trim(),
+            "{source} changed: run scripts/build-bpf.sh"
+        );
+    }
     // Where clang is present the source must still compile (CI check).
     let has_clang = Command::new("clang")
         .arg("--version")
@@ -160,4 +165,72 @@ fn the_committed_object_is_current() {
             .expect("build-bpf.sh");
         assert!(status.success(), "scripts/build-bpf.sh --check failed");
     }
+}
+
+/// The on-CPU table as a program reads it: a thread put to sleep reads
+/// off its CPU, and a spinning one on it, within a switch of the change.
+#[test]
+fn the_oncpu_table_agrees_with_the_kernel() {
+    use crate::oncpu::{decode, HolderState, ONCPU_SLOTS};
+    use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+    let table = match OnCpuTable::open(&ProbeEnv::system()) {
+        Ok(t) => t,
+        Err(refusal) => {
+            let line = refusal.to_string();
+            assert!(!line.contains('\n'), "{line}");
+            eprintln!("skipping live on-CPU test: {line}");
+            return;
+        }
+    };
+    let fd = table.map_fd().expect("a descriptor");
+    let base = map_read_only(&fd).expect("the map mapped read-only");
+    let read = |tid: u32| {
+        // SAFETY: ONCPU_SLOTS words mapped above, never unmapped here.
+        let word = unsafe { &*(base.add(tid as usize % ONCPU_SLOTS) as *const AtomicU64) };
+        decode(word.load(Ordering::Relaxed), tid)
+    };
+    let wait_for = |tid: u32, want: HolderState| {
+        // Up to 2 s: the state changes at the thread's next switch.
+        (0..2_000).any(|_| {
+            if read(tid) == want {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            false
+        })
+    };
+    let tid = AtomicU32::new(0);
+    let spin = AtomicBool::new(true);
+    let sleep = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            // SAFETY: gettid has no preconditions.
+            tid.store(unsafe { libc::gettid() } as u32, Ordering::SeqCst);
+            while spin.load(Ordering::SeqCst) {
+                std::hint::spin_loop();
+            }
+            sleep.store(true, Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(500));
+        });
+        while tid.load(Ordering::SeqCst) == 0 {
+            std::thread::yield_now();
+        }
+        let t = tid.load(Ordering::SeqCst);
+        let running = wait_for(t, HolderState::Running);
+        // SAFETY: as in `read`.
+        let raw = unsafe { *base.add(t as usize % ONCPU_SLOTS) };
+        if !running {
+            spin.store(false, Ordering::SeqCst);
+        }
+        assert!(running, "spinning thread {t} not on CPU: {raw:#x}");
+        spin.store(false, Ordering::SeqCst);
+        while !sleep.load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+        assert!(
+            wait_for(t, HolderState::OffCpu),
+            "sleeping thread on CPU: {:?}",
+            read(t)
+        );
+    });
 }

@@ -16,6 +16,7 @@
 mod kallsyms;
 mod kinds;
 mod monitor;
+mod oncpu;
 mod record;
 mod refusal;
 mod report;
@@ -25,6 +26,7 @@ mod source;
 pub use kallsyms::KernelSymbols;
 pub use kinds::{LockKinds, UnknownLockKind};
 pub use monitor::{KernelMonitor, MonitorConfig, ReportInputs};
+pub use oncpu::{map_read_only, OnCpuRefusal, OnCpuTable, ONCPU_OBJECT, ONCPU_SOURCE_SHA256};
 pub use record::{LockStat, SliceRecord, SLICE_RECORD_BYTES};
 pub use refusal::{has_bpf_capabilities, preflight, ProbeEnv, Refusal, REQUIRED_TRACEPOINTS};
 pub use report::{AffinityAction, HotLock, KernelReport, ThreadReport};

@@ -38,6 +38,62 @@ pub struct LockSnapshot {
     pub callers: Vec<CallerSample>,
     /// Samples of callers beyond those kept.
     pub other_samples: u32,
+    /// How its waits went (parking locks: the default and `adaptive`).
+    #[serde(default)]
+    pub waits: WaitOutcomes,
+}
+
+/// Why waiters of a lock slept, by count.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParkCounts {
+    /// The holder was off its CPU.
+    pub holder_off_cpu: u32,
+    /// The spin budget (a park's cost, or the learned share of it) was spent.
+    pub budget_spent: u32,
+    /// Others waited first: sleepers on the lock, or spinners on every CPU
+    /// but the holder's.
+    pub crowded: u32,
+    /// The lock was released and taken again faster than a probe: its
+    /// holder serves more alone.
+    pub short_cycle: u32,
+}
+
+/// How a parking lock's contended acquisitions waited: spun to the
+/// hand-off, spun then slept, or slept at once, and why they slept.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WaitOutcomes {
+    /// Took the lock while spinning.
+    pub spun_to_handoff: u32,
+    /// Spun, then slept.
+    pub spun_then_parked: u32,
+    /// Slept without spinning.
+    pub parked_at_once: u32,
+    /// Why the sleepers of both kinds slept.
+    pub parked_because: ParkCounts,
+}
+
+impl WaitOutcomes {
+    /// From [`LockRecord::outcomes`], by [`crate::abi::WaitTally`]'s slots.
+    pub fn from_counts(c: [u32; crate::abi::WAIT_OUTCOMES]) -> Self {
+        WaitOutcomes {
+            spun_to_handoff: c[0],
+            spun_then_parked: c[1],
+            parked_at_once: c[2],
+            parked_because: ParkCounts {
+                holder_off_cpu: c[3],
+                budget_spent: c[4],
+                crowded: c[5],
+                short_cycle: c[6],
+            },
+        }
+    }
+
+    /// Waits counted.
+    pub fn total(&self) -> u64 {
+        u64::from(self.spun_to_handoff)
+            + u64::from(self.spun_then_parked)
+            + u64::from(self.parked_at_once)
+    }
 }
 
 impl LockSnapshot {
@@ -99,6 +155,9 @@ pub fn locks(table: &[LockRecord], ns_per_2p32_ticks: u64) -> Vec<LockSnapshot> 
                 waiters: r.waiters.load(Ordering::Relaxed).count_ones(),
                 callers,
                 other_samples: r.other_samples.load(Ordering::Relaxed),
+                waits: WaitOutcomes::from_counts(core::array::from_fn(|i| {
+                    r.outcomes[i].load(Ordering::Relaxed)
+                })),
             }
         })
         .collect();

@@ -23,6 +23,7 @@ pub(crate) fn kernel_lock_reports(hot_locks: &[HotLock]) -> Vec<LockReport> {
             waiters: None,
             callers: Vec::new(),
             other_samples: 0,
+            waits: None,
         })
         .collect()
 }
@@ -64,6 +65,7 @@ mod tests {
             waiters: Some(2),
             callers: Vec::new(),
             other_samples: 0,
+            waits: None,
         }
     }
 

@@ -68,6 +68,10 @@ pub(crate) struct LockReport {
     pub(crate) callers: Vec<CallerReport>,
     /// Samples of further callers.
     pub(crate) other_samples: u32,
+    /// How its waiters waited: spun to the hand-off, spun then slept, or
+    /// slept at once, and why (`None`: not kept, as for kernel locks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) waits: Option<corral_runtime::lockprof::snapshot::WaitOutcomes>,
 }
 
 impl LockReport {
@@ -147,6 +151,7 @@ fn lock_report(l: &LockSnapshot, mut sym: Option<&mut Symbolizer>) -> LockReport
         waiters: Some(l.waiters),
         callers,
         other_samples: l.other_samples,
+        waits: (l.waits.total() > 0).then_some(l.waits),
     }
 }
 
@@ -247,6 +252,7 @@ mod tests {
                 object: None,
             }],
             other_samples: 0,
+            waits: None,
         };
         let t = lock_table(&[l(Some("0x7f00"), 42), l(None, 7)], 5);
         let lines: Vec<&str> = t.lines().collect();

@@ -170,6 +170,14 @@ pub(crate) struct RunArgs {
     /// it waited on join the exit table and the report's `locks`.
     #[arg(long)]
     pub(crate) kernel_locks: bool,
+    /// How a waiter of the default lock learns whether to spin or sleep:
+    /// `auto` spins exactly while the lock's holder runs on a CPU (told by
+    /// a BPF program on sched_switch: root, Linux 5.8+), else on a budget
+    /// learned per lock; `budget` uses the budget only. Either way no
+    /// waiter spins longer than a sleep and wake-up cost (measured). The
+    /// summary says which is in use
+    #[arg(long, value_enum, value_name = "MODE", default_value = "auto")]
+    pub(crate) holder_state: HolderStateArg,
     /// The kernel-lock options `corral attach` shares.
     #[command(flatten)]
     pub(crate) kernel: KernelOptions,
@@ -177,6 +185,15 @@ pub(crate) struct RunArgs {
     /// Any bytes, as the shell passes them (not only UTF-8).
     #[arg(last = true, required = true, value_name = "PROG")]
     pub(crate) prog: Vec<std::ffi::OsString>,
+}
+
+/// `--holder-state`'s values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum HolderStateArg {
+    /// The on-CPU table where BPF loads, else the budget.
+    Auto,
+    /// The learned budget only.
+    Budget,
 }
 
 /// A tuning flag of `corral run`, the configuration variable it sets, and
@@ -316,6 +333,10 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
         (_, n) => Loading::AfterContended(n),
     };
     let preload = find_preload()?;
+    corral_launch::holder::set_mode(match args.holder_state {
+        HolderStateArg::Auto => corral_launch::holder::HolderMode::Auto,
+        HolderStateArg::Budget => corral_launch::holder::HolderMode::Budget,
+    });
     if args.no_lock_profile {
         // Read by the preload library at load; no other thread runs yet.
         std::env::set_var(corral_runtime::lockprof::ENV_LOCK_PROFILE, "0");
@@ -432,11 +453,17 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
         report.locks = crate::cmd::locks::kernel::merge(user, kernel);
     }
     report.kernel = kernel_report;
+    if cfg.lock.is_parking() {
+        report.waiting = Some(corral_launch::holder::describe());
+    }
     report.policies = args.policy.map(|p| p.name());
     report.ff = ff_report;
     report.timeline = sampler.map(timeline::Sampler::finish).unwrap_or_default();
     if !args.quiet {
         eprintln!("{}", summary(&report, outcome.stats.as_ref(), loading));
+        if let Some(w) = &report.waiting {
+            eprintln!("corral: {w}");
+        }
         if let Some(line) = ca_summary(&report) {
             eprintln!("{line}");
         }

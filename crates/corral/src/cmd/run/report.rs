@@ -91,6 +91,10 @@ pub(crate) struct RunReport {
     /// at the first lock call). A run that never reached them reports
     /// `no-stats`.
     pub(crate) load_after_contended: u32,
+    /// How waiters of a parking lock decided to spin or sleep: following
+    /// their holder's run state (BPF), or on a learned budget, and why.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub(crate) waiting: Option<String>,
     /// PROG's exit code as a shell reports it.
     pub(crate) exit_code: i32,
     /// Every thread that took a lock, from the final stats.
@@ -246,6 +250,7 @@ pub(crate) fn build_report(
         lock: cfg.lock,
         runtime: RuntimeState::of(stats),
         load_after_contended: cfg.load_after(),
+        waiting: None,
         exit_code,
         threads,
         ssc: log.ssc,
