@@ -62,9 +62,10 @@ pub fn describe() -> String {
 /// drops it once the child is started. `None` without a table.
 pub(crate) fn child_fd() -> Option<OwnedFd> {
     let table = table().as_ref().ok()?;
-    let fd = table.lock().ok()?.map_fd().ok()?;
+    let table = table.lock().ok()?;
+    let fd = table.map_fd().ok()?;
     // F_DUPFD, not F_DUPFD_CLOEXEC: the copy survives the exec.
-    // SAFETY: duplicating a descriptor this process owns.
+    // SAFETY: duplicating a descriptor the table keeps open meanwhile.
     let dup = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD, 3) };
     if dup < 0 {
         return None;

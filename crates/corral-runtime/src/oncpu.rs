@@ -33,11 +33,6 @@ pub unsafe fn adopt(base: *const u64) {
     TABLE.store(base as *mut AtomicU64, Ordering::Relaxed);
 }
 
-/// Whether the table is in use.
-pub fn present() -> bool {
-    !TABLE.load(Ordering::Relaxed).is_null()
-}
-
 /// What the table says of thread `tid` (0: no holder recorded).
 #[inline]
 pub fn holder_state(tid: u32) -> HolderState {

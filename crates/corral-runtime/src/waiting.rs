@@ -122,16 +122,18 @@ pub fn lock_contended<L: RawLock>(
     let managed = is_managed();
     if parks {
         let waiting = Waiting::begin();
+        let mut outcome = None;
         if let Some(h) = holder {
             // Relaxed: a hint.
             let memory = LockMemory::from_bits(h.memory.load(Ordering::Relaxed));
             if !spins_at_all(memory) {
-                sleep_measuring(lock, h, memory);
+                // It takes the lock itself, sleeping.
+                let slept = sleep_measuring(lock, h, memory);
                 waiting.end();
-                return Some(WaitOutcome::ParkedAtOnce(ParkReason::ShortCycle));
+                return Some(slept);
             }
+            outcome = Some(spin_on_holder(lock, h, memory));
         }
-        let outcome = holder.map(|h| spin_on_holder(lock, h));
         if outcome != Some(WaitOutcome::SpunToHandoff) {
             // `lock`, not a jump to the algorithm's sleeping path: a parking
             // lock's `lock` tries the fast path once more, tens of
@@ -208,10 +210,8 @@ pub fn lock_contended<L: RawLock>(
 /// if it comes free meanwhile ([`WaitOutcome::SpunToHandoff`]); otherwise
 /// says why the caller must sleep.
 #[inline(never)]
-fn spin_on_holder<L: RawLock>(lock: &L, words: HolderWords<'_>) -> WaitOutcome {
+fn spin_on_holder<L: RawLock>(lock: &L, words: HolderWords<'_>, memory: LockMemory) -> WaitOutcome {
     let start = now_ticks();
-    // Relaxed: a hint.
-    let memory = LockMemory::from_bits(words.memory.load(Ordering::Relaxed));
     let limits = SpinLimits {
         park_cost: wake_ticks(),
         memory,
@@ -283,12 +283,16 @@ fn spin_on_holder<L: RawLock>(lock: &L, words: HolderWords<'_>) -> WaitOutcome {
     outcome
 }
 
-/// Sleeps on a lock that cycles too fast for a spinner, and measures its
-/// cycle meanwhile: the releases slept through over the time asleep. The
+/// Sleeps on a lock that cycles too fast for a spinner until it holds it,
+/// and measures its cycle meanwhile: the releases slept through over the time asleep. The
 /// holder keeps its line; the lock's memory learns whether the cycle has
 /// grown (then the next waiter spins again).
 #[cold]
-fn sleep_measuring<L: RawLock>(lock: &L, words: HolderWords<'_>, memory: LockMemory) {
+fn sleep_measuring<L: RawLock>(
+    lock: &L,
+    words: HolderWords<'_>,
+    memory: LockMemory,
+) -> WaitOutcome {
     let start = now_ticks();
     // Relaxed: a count that only steers spinning; read again under the lock.
     let before = words.releases.load(Ordering::Relaxed);
@@ -307,6 +311,7 @@ fn sleep_measuring<L: RawLock>(lock: &L, words: HolderWords<'_>, memory: LockMem
         learn(memory, outcome, HolderState::Unknown, cycle),
         false,
     );
+    outcome
 }
 
 /// Stores the lock's memory where it changed, or where this waiter's

@@ -183,7 +183,7 @@ fn the_oncpu_table_agrees_with_the_kernel() {
         }
     };
     let fd = table.map_fd().expect("a descriptor");
-    let base = map_read_only(&fd).expect("the map mapped read-only");
+    let base = map_read_only(fd).expect("the map mapped read-only");
     let read = |tid: u32| {
         // SAFETY: ONCPU_SLOTS words mapped above, never unmapped here.
         let word = unsafe { &*(base.add(tid as usize % ONCPU_SLOTS) as *const AtomicU64) };

@@ -1,13 +1,13 @@
 //! Loads the on-CPU table's BPF object (`bpf/oncpu.bpf.c`) in `corral run`
 //! and hands the program a read-only descriptor of its map.
 
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
 use aya::maps::{HashMap, MapData};
 use aya::programs::BtfTracePoint;
 use aya::{Btf, Ebpf, EbpfLoader, Endianness};
 
-use super::refusal::{has_bpf_capabilities, ProbeEnv};
+use super::refusal::{effective_caps, has_bpf_capabilities, ProbeEnv};
 use crate::oncpu::ONCPU_BYTES;
 
 /// The object built from `bpf/oncpu.bpf.c` by `scripts/build-bpf.sh`.
@@ -70,12 +70,7 @@ impl OnCpuTable {
     /// About 80 ms on a 2-CPU VM, most of it parsing the kernel's BTF and
     /// aya's feature probes.
     pub fn open(env: &ProbeEnv) -> Result<Self, OnCpuRefusal> {
-        let status = std::fs::read_to_string(&env.status_path).unwrap_or_default();
-        let caps = status
-            .lines()
-            .find_map(|l| l.strip_prefix("CapEff:"))
-            .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok());
-        if !caps.is_some_and(has_bpf_capabilities) {
+        if !effective_caps(&env.status_path).is_some_and(has_bpf_capabilities) {
             return Err(OnCpuRefusal::NotRoot);
         }
         let btf = Btf::parse_file(&env.btf_path, Endianness::default())
@@ -112,28 +107,23 @@ impl OnCpuTable {
             .map_err(|e| refused("tracked map", e))
     }
 
-    /// A new descriptor of the table's map, close-on-exec. It is
+    /// The table's map descriptor (close-on-exec), borrowed. It is
     /// writable: the kernel maps a BPF map shared only through a writable
     /// descriptor, though a read-only mapping of it can never be made
     /// writable (`bpf_map_mmap` clears `VM_MAYWRITE`). The program's shim
-    /// maps it read-only and closes it before the program runs.
-    pub fn map_fd(&self) -> Result<OwnedFd, OnCpuRefusal> {
-        let map = self
-            .ebpf
-            .map("oncpu")
-            .ok_or_else(|| refused("map", "oncpu missing"))?;
-        let data = match map {
-            aya::maps::Map::Array(d) => d,
-            _ => return Err(refused("map", "oncpu is not an array")),
-        };
-        let fd = data.fd().as_fd();
-        fd.try_clone_to_owned().map_err(|e| refused("oncpu map", e))
+    /// maps its copy read-only and closes it before the program runs.
+    pub fn map_fd(&self) -> Result<BorrowedFd<'_>, OnCpuRefusal> {
+        match self.ebpf.map("oncpu") {
+            Some(aya::maps::Map::Array(data)) => Ok(data.fd().as_fd()),
+            Some(_) => Err(refused("map", "oncpu is not an array")),
+            None => Err(refused("map", "oncpu missing")),
+        }
     }
 }
 
 /// Maps the table behind `fd` read-only, for good: what the shim does in
 /// the program, here for tests and tools.
-pub fn map_read_only(fd: &OwnedFd) -> std::io::Result<*const u64> {
+pub fn map_read_only(fd: BorrowedFd<'_>) -> std::io::Result<*const u64> {
     // SAFETY: a fresh shared read-only mapping of the map's pages; the
     // kernel checks the size against the map.
     let p = unsafe {

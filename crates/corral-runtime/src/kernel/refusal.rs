@@ -122,7 +122,8 @@ pub fn has_bpf_capabilities(cap_eff: u64) -> bool {
     has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_PERFMON))
 }
 
-fn effective_caps(status_path: &Path) -> Option<u64> {
+/// The effective capability mask in a `/proc/<pid>/status` file.
+pub(super) fn effective_caps(status_path: &Path) -> Option<u64> {
     let status = std::fs::read_to_string(status_path).ok()?;
     let hex = status
         .lines()
