@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 use corral_runtime::config::{
     RuntimeConfig, ENV_EVENTS, ENV_PARENT_PID, ENV_SHIM_TARGET, ENV_TOPOLOGY,
 };
+use corral_runtime::events::MemoryLog;
 use corral_runtime::oncpu::ENV_ONCPU_FD;
-use corral_runtime::stats::{StatsMap, StatsSnapshot};
+use corral_runtime::stats::{StatsSnapshot, ENV_STATS_FD_C};
 
 use crate::signals;
 use crate::CliError;
@@ -139,8 +140,15 @@ fn preload_list(old: Option<std::ffi::OsString>, lib: &Path) -> std::ffi::OsStri
 pub struct Outcome {
     /// How the program ended.
     pub status: ExitStatus,
-    /// The stats file's last state (none if the runtime could not write it).
+    /// The stats region's last state (none if the program never published
+    /// it: it never loaded corral, or the region could not be made).
     pub stats: Option<StatsSnapshot>,
+    /// The decision log, where [`Collect::WithLog`] asked for it and no
+    /// file took it.
+    pub log: Option<MemoryLog>,
+    /// Whether the program was lent a stats region (not where it loads no
+    /// preload, nor where the region could not be reserved: said at start).
+    pub region_lent: bool,
     /// The program's `/proc/PID/maps` at its exit (where it kept a lock
     /// profile), to name the profile's addresses.
     pub maps: Option<String>,
@@ -181,10 +189,13 @@ pub enum Spawn {
 /// What is read back from a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Collect {
-    /// The exit status, times, stats file and lock maps.
+    /// The exit status, times, stats and lock maps.
     Everything,
-    /// The exit status and times only; the program's files are removed
-    /// unread (`corral run --quiet` with no report reads nothing else).
+    /// As [`Collect::Everything`], and the decision log kept in memory
+    /// where no file was given for it (`corral run`'s report).
+    WithLog,
+    /// The exit status and times only (`corral run --quiet` with no
+    /// report reads nothing else).
     StatusOnly,
 }
 
@@ -192,7 +203,7 @@ pub enum Collect {
 pub const UNIFORM: (Spawn, Collect) = (Spawn::Uniform, Collect::Everything);
 
 /// Runs `prog` under the preload with `cfg` (or without corral when
-/// `preload` is `None`), waits for it, and collects its stats file.
+/// `preload` is `None`), waits for it, and collects its stats region.
 pub fn launch(
     cfg: &RuntimeConfig,
     preload: Option<&Path>,
@@ -240,6 +251,7 @@ pub fn launch_observed(
     let mut cmd = Command::new(name);
     cmd.args(args);
     let mut oncpu_fd = None;
+    let mut region = None;
     if let Some(lib) = preload {
         // The shim only where the full library's TLS size is known: its
         // late dlopen needs that room (see static_tls).
@@ -273,9 +285,10 @@ pub fn launch_observed(
         if let Ok(name) = corral_runtime::config::ENV_TSC_Q32_C.to_str() {
             cmd.env(name, crate::tsc::calibration_q32().to_string());
         }
-        match events {
-            Some(p) => cmd.env(ENV_EVENTS, p),
-            None => cmd.env_remove(ENV_EVENTS),
+        // The log is written into the region and taken out here.
+        match events.is_some() || collect == Collect::WithLog {
+            true => cmd.env(ENV_EVENTS, "1"),
+            false => cmd.env_remove(ENV_EVENTS),
         };
         if let Some(n) = cpus() {
             if let Ok(name) = corral_runtime::config::ENV_CPUS_C.to_str() {
@@ -284,17 +297,35 @@ pub fn launch_observed(
         }
         // Only a shim maps the table (and closes the descriptor), and only
         // in a program that loads preloads: elsewhere it would stay open.
-        let loads = || resolve_program(name).is_some_and(|p| crate::elf::loads_preloads(&p));
-        oncpu_fd = if with_shim && loads() {
+        let loads = resolve_program(name).is_some_and(|p| crate::elf::loads_preloads(&p));
+        oncpu_fd = if with_shim && loads {
             crate::holder::child_fd()
         } else {
             None
         };
+        // Likewise the stats region: the library maps it and closes it.
+        if loads {
+            region = crate::region::Region::make();
+        }
     }
     match &oncpu_fd {
         Some(fd) => cmd.env(ENV_ONCPU_FD, fd.as_raw_fd().to_string()),
         None => cmd.env_remove(ENV_ONCPU_FD),
     };
+    let stats_fd = region.as_ref().and_then(|r| r.child_fd());
+    let stats_env = ENV_STATS_FD_C.to_str().unwrap_or_default();
+    match &stats_fd {
+        Some((_, value)) => cmd.env(stats_env, value),
+        None => cmd.env_remove(stats_env),
+    };
+    let drain = region.as_ref().map(|r| {
+        let sink = match (events, collect) {
+            (Some(p), _) => crate::region::LogSink::file(p),
+            (None, Collect::WithLog) => crate::region::LogSink::Memory(MemoryLog::default()),
+            (None, _) => crate::region::LogSink::Discard,
+        };
+        r.start_drain(sink)
+    });
     match output {
         Output::Inherit => {}
         Output::Capture => {
@@ -313,33 +344,37 @@ pub fn launch_observed(
     let child = cmd
         .spawn()
         .map_err(|e| CliError(format!("cannot start '{}': {e}", name.to_string_lossy())))?;
-    // The child has its copy (or failed to start): this one goes now, so
-    // that no later child inherits it.
+    // The child has its copies (or failed to start): these go now, so
+    // that no later child inherits them.
     drop(oncpu_fd);
+    drop(stats_fd);
     let pid = child.id() as i32;
+    if let Some(r) = &region {
+        r.register(pid);
+    }
     signals::program_started(pid);
     on_spawn(pid);
     let out = child.wait_with_output();
     let wall = started.elapsed();
     let cpu = children_cpu().saturating_sub(cpu_before);
     signals::program_ended();
+    let log = drain.and_then(crate::region::Drain::finish);
+    let region_lent = region.is_some();
+    let (stats, maps) = match (&region, collect) {
+        (Some(r), Collect::Everything | Collect::WithLog) => (r.snapshot(), r.maps()),
+        _ => (None, None),
+    };
+    if let Some(r) = region {
+        r.unregister(pid);
+    }
     let out =
         out.map_err(|e| CliError(format!("waiting for '{}': {e}", name.to_string_lossy())))?;
-    let stats_path = corral_runtime::abi::stats_path(pid);
-    let maps_path = corral_runtime::files::maps_path(pid);
-    let (stats, maps) = match collect {
-        Collect::Everything => (
-            StatsMap::open(&stats_path).ok().map(|m| m.snapshot()),
-            std::fs::read_to_string(&maps_path).ok(),
-        ),
-        Collect::StatusOnly => (None, None),
-    };
-    let _ = std::fs::remove_file(&stats_path);
-    let _ = std::fs::remove_file(&maps_path);
     Ok((
         Outcome {
             status: out.status,
             stats,
+            log,
+            region_lent,
             maps,
             wall,
             cpu,

@@ -10,6 +10,7 @@ mod error;
 pub mod holder;
 pub mod launch;
 pub mod lists;
+mod region;
 pub mod signals;
 mod static_tls;
 mod tsc;

@@ -30,6 +30,8 @@ pub(crate) fn calibration_q32() -> u64 {
         }
         let q32 = clock::calibration_q32();
         if let (Some(d), Some(b)) = (dir, boot) {
+            // Halves of writes by CLIs killed before their rename.
+            files::remove_stale(&d);
             // A write that fails costs the next run the same spin, no more.
             let _ = write(&d, &b, q32);
         }

@@ -94,12 +94,9 @@ fn resolve() -> Real {
         // SAFETY: a NUL-terminated name; RTLD_NEXT searches past this library.
         let p = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) };
         if p.is_null() {
-            let msg = b"corral: cannot find glibc's pthread lock functions\n";
-            // SAFETY: writes a static buffer to stderr, then aborts.
-            unsafe {
-                libc::write(2, msg.as_ptr().cast(), msg.len());
-                libc::abort();
-            }
+            corral_runtime::channel::say("corral: cannot find glibc's pthread lock functions");
+            // SAFETY: abort has no preconditions and does not return.
+            unsafe { libc::abort() }
         }
         // SAFETY: the caller's contract; `F` is pointer-sized (checked above).
         unsafe { core::mem::transmute_copy::<*mut libc::c_void, F>(&p) }

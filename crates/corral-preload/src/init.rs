@@ -42,9 +42,9 @@ static STATE: AtomicU8 = AtomicU8::new(MonitorState::Off as u8);
 /// The configuration read at load, for the monitor's start.
 static CONFIG: OnceLock<RuntimeConfig> = OnceLock::new();
 
-/// The stats file made at load by the process `corral run` started (so
-/// that `corral run` can tell a program that never loaded corral from one
-/// that never made a second thread), with the pid that made it.
+/// The stats region published at load by the process `corral run` started
+/// (so that `corral run` can tell a program that never loaded corral from
+/// one that never made a second thread), with the pid that published it.
 static STATS: Mutex<Option<(i32, StatsMap)>> = Mutex::new(None);
 
 extern "C" fn after_fork_in_child() {
@@ -60,9 +60,12 @@ extern "C" fn after_fork_in_child() {
     }
 }
 
-/// One line on stderr: corral keeps running the program without a policy.
+/// One line to `corral run`: corral keeps running the program without a
+/// policy.
 fn degrade(why: &str) {
-    eprintln!("corral: {why}; the program runs on corral's locks without the policy");
+    corral_runtime::channel::say(&format!(
+        "corral: {why}; the program runs on corral's locks without the policy"
+    ));
 }
 
 /// What every process pays at load, most of them short-lived execs that
@@ -70,7 +73,7 @@ fn degrade(why: &str) {
 /// without allocating or entering the dynamic linker. The configuration is
 /// read, and glibc's functions found, when the process makes its second
 /// thread; only the process `corral run` started reads it now, for its
-/// stats file.
+/// stats region.
 extern "C" fn on_load() {
     // SAFETY: registering a plain function pointer; no other arguments.
     unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
@@ -82,12 +85,15 @@ extern "C" fn on_load() {
         die_with_parent();
         adopt_oncpu_table();
         ROOT.store(true, Ordering::Relaxed); // Relaxed: read at exit by this process.
-        let Some(cfg) = read_config() else { return };
-        // SAFETY: getpid has no preconditions.
+                                             // SAFETY: getpid has no preconditions.
         let pid = unsafe { libc::getpid() };
-        if let Some(mut map) =
-            monitor_thread::create_stats(&corral_runtime::abi::stats_path(pid), pid)
-        {
+        // First: the configuration's refusal is said through its channel.
+        let stats = corral_runtime::stats::adopt_inherited(pid);
+        if let Some(channel) = corral_runtime::channel::current() {
+            channel.set_threads_made_before_load(shim_threads_made());
+        }
+        let Some(cfg) = read_config() else { return };
+        if let Some(mut map) = stats {
             corral_runtime::lockprof::attach(&mut map);
             *lock_stats() = Some((pid, map));
         }
@@ -95,6 +101,19 @@ extern "C" fn on_load() {
     }
     // Release: a thread that sees Pending sees CONFIG and STATS.
     STATE.store(MonitorState::Pending as u8, Ordering::Release);
+}
+
+/// The threads this process made while the shim deferred this library's
+/// load (0 without a shim, or loaded at the first call).
+fn shim_threads_made() -> u32 {
+    // SAFETY: RTLD_DEFAULT and a NUL-terminated name.
+    let f = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"corral_shim_threads_made".as_ptr()) };
+    if f.is_null() {
+        return 0;
+    }
+    // SAFETY: the shim exports this name as `extern "C" fn() -> u32`.
+    let made = unsafe { core::mem::transmute::<*mut libc::c_void, extern "C" fn() -> u32>(f) };
+    made()
 }
 
 /// Uses the on-CPU table the shim mapped at its load, where it did (see
@@ -179,11 +198,7 @@ fn start_monitor() {
         }
         None => None,
     };
-    let events = if is_root_process() {
-        std::env::var_os(ENV_EVENTS).map(Into::into)
-    } else {
-        None
-    };
+    let events = is_root_process() && std::env::var_os(ENV_EVENTS).is_some_and(|v| v == "1");
     let started = monitor_thread::start(cfg, stats, events);
     let state = match started {
         Ok(()) => MonitorState::Running,
@@ -210,12 +225,9 @@ fn real_create() -> CreateFn {
         // SAFETY: a NUL-terminated name; RTLD_NEXT searches past this library.
         let p = unsafe { libc::dlsym(libc::RTLD_NEXT, c"pthread_create".as_ptr()) };
         if p.is_null() {
-            let msg = b"corral: cannot find glibc's pthread_create\n";
-            // SAFETY: writes a static buffer to stderr, then aborts.
-            unsafe {
-                libc::write(2, msg.as_ptr().cast(), msg.len());
-                libc::abort();
-            }
+            corral_runtime::channel::say("corral: cannot find glibc's pthread_create");
+            // SAFETY: abort has no preconditions and does not return.
+            unsafe { libc::abort() }
         }
         // SAFETY: glibc's pthread_create has exactly this signature.
         unsafe { core::mem::transmute::<*mut libc::c_void, CreateFn>(p) }
@@ -248,6 +260,12 @@ pub unsafe extern "C" fn pthread_create(
         // lock calls enters the dynamic linker (which may allocate).
         let _ = real();
     }
+    // Relaxed: both written by this process's load or its fork handler.
+    if ROOT.load(Ordering::Relaxed) && !FORKED.load(Ordering::Relaxed) {
+        if let Some(channel) = corral_runtime::channel::current() {
+            channel.thread_made();
+        }
+    }
     // SAFETY: the caller's arguments, passed on unchanged.
     let rc = unsafe { real_create()(thread, attr, start, arg) };
     if first {
@@ -272,7 +290,7 @@ pub extern "C" fn corral_preload_late_start() {
 }
 
 /// The process `corral run` started (not a grandchild that inherited the
-/// environment): it alone writes the stats file and the decision log.
+/// environment): it alone writes the stats region and the decision log.
 /// Read without allocating: it runs at every exec.
 fn is_root_process() -> bool {
     let parent = env_decimal(ENV_PARENT_PID_C).and_then(|p| i32::try_from(p).ok());
@@ -343,9 +361,7 @@ extern "C" fn on_unload() {
 
 /// The lock profile's copy of the memory map, for its callers' names.
 fn save_maps() {
-    // SAFETY: getpid has no preconditions.
-    let pid = unsafe { libc::getpid() };
-    corral_runtime::lockprof::save_maps(&corral_runtime::files::maps_path(pid));
+    corral_runtime::lockprof::save_maps();
 }
 
 #[used]

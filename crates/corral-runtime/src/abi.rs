@@ -1,12 +1,15 @@
 //! The one `#[repr(C)]` definition of what crosses between the preload
 //! library (writer), the runtime's monitor, and the CLI (`corral top`,
-//! reports): a small shared-memory stats file per process.
+//! reports): a shared-memory stats region per process.
 //!
 //! Layout: one [`StatsHeader`] followed by `max_threads` [`ThreadRecord`]s,
 //! each on its own cache line so that a thread updating its record never
 //! invalidates a neighbour's, then [`LOCK_SLOTS`] [`LockRecord`]s: the
-//! per-lock contention profile ([`crate::lockprof`]). Readers in other processes map the file
-//! read-only and take snapshots; every field is an atomic so a torn read of
+//! per-lock contention profile ([`crate::lockprof`]), then the
+//! [`ChannelHeader`] and its areas ([`crate::channel`]): what the library
+//! says, the decision log and the memory map, carried to `corral run`
+//! without a descriptor or a file of the program's. Readers map the region
+//! and take snapshots; every field is an atomic so a torn read of
 //! one field is impossible (records as a whole may be mid-update, which a
 //! monitoring view tolerates).
 
@@ -15,14 +18,9 @@ use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64};
 /// `b"CORRAL\0\x01"` read as a little-endian u64.
 pub const STATS_MAGIC: u64 = u64::from_le_bytes(*b"CORRAL\0\x01");
 /// Bumped on any layout change; readers refuse other versions.
-pub const STATS_VERSION: u32 = 3;
+pub const STATS_VERSION: u32 = 4;
 /// Default capacity of the thread table.
 pub const DEFAULT_MAX_THREADS: u32 = 1024;
-
-/// Where the stats file of process `pid` lives (see [`crate::files`]).
-pub fn stats_path(pid: i32) -> std::path::PathBuf {
-    crate::files::stats_path(pid)
-}
 
 /// The migration state of a thread, paper 1's `is_mig` (Alg. 2 and 3),
 /// plus the migrate-back state of paper 2.
@@ -60,7 +58,7 @@ impl From<corral_policy::ssc::MigState> for MigState {
     }
 }
 
-/// Process-wide header at offset 0 of the stats file.
+/// Process-wide header at offset 0 of the stats region.
 #[derive(Debug)]
 #[repr(C, align(64))]
 pub struct StatsHeader {
@@ -236,10 +234,71 @@ pub const fn lock_table_offset(max_threads: u32) -> usize {
         + max_threads as usize * core::mem::size_of::<ThreadRecord>()
 }
 
-/// Bytes needed for a stats file with room for `max_threads` records.
-pub const fn stats_file_len(max_threads: u32) -> usize {
+/// Offset of the [`ChannelHeader`] in a region with room for `max_threads`
+/// records.
+pub const fn channel_offset(max_threads: u32) -> usize {
     lock_table_offset(max_threads) + LOCK_SLOTS * core::mem::size_of::<LockRecord>()
 }
+
+/// Where the channel begins in a region of `len` bytes: after as many
+/// thread records as fit, [`DEFAULT_MAX_THREADS`] at most.
+pub const fn channel_offset_for_len(len: usize) -> usize {
+    let per = core::mem::size_of::<ThreadRecord>();
+    let fixed = stats_file_len(0);
+    let threads = if len > fixed { (len - fixed) / per } else { 0 };
+    let threads = if threads > DEFAULT_MAX_THREADS as usize {
+        DEFAULT_MAX_THREADS
+    } else {
+        threads as u32
+    };
+    channel_offset(threads)
+}
+
+/// Bytes of the message area: what the library says, one line each.
+pub const MESSAGE_BYTES: usize = 16 << 10;
+/// Bytes of the decision log's ring, drained by `corral run` as it fills.
+pub const EVENT_BYTES: usize = 1 << 20;
+/// Bytes of the memory map copied at exit (the lock profile's names).
+pub const MAPS_BYTES: usize = 256 << 10;
+
+/// Bytes needed for a stats region with room for `max_threads` records.
+pub const fn stats_file_len(max_threads: u32) -> usize {
+    channel_offset(max_threads)
+        + core::mem::size_of::<ChannelHeader>()
+        + MESSAGE_BYTES
+        + EVENT_BYTES
+        + MAPS_BYTES
+}
+
+/// The cursors of the areas after the lock table (see [`crate::channel`]).
+#[derive(Debug)]
+#[repr(C, align(64))]
+pub struct ChannelHeader {
+    /// Bytes of the message area reserved by writers (past
+    /// [`MESSAGE_BYTES`]: full).
+    pub message_reserved: AtomicU32,
+    /// Messages dropped because the area was full.
+    pub messages_dropped: AtomicU32,
+    /// Bytes of memory map written at exit (0: none yet).
+    pub maps_len: AtomicU32,
+    /// 1 where the map was longer than [`MAPS_BYTES`] and cut.
+    pub maps_cut: AtomicU32,
+    /// Bytes of decision log ever written into the ring.
+    pub events_written: AtomicU64,
+    /// Bytes of it `corral run` has taken out.
+    pub events_read: AtomicU64,
+    /// Log lines dropped because `corral run` had not drained the ring.
+    pub events_dropped: AtomicU64,
+    /// `pthread_create` calls the process made before corral's library
+    /// loaded in it (a load deferred to a contended hand-off), counted by
+    /// `libcorral_shim.so`; written once, at the load.
+    pub threads_made_before_load: AtomicU32,
+    /// `pthread_create` calls since the load.
+    pub threads_made_after_load: AtomicU32,
+    _reserved: AtomicU64,
+}
+
+const _: () = assert!(core::mem::size_of::<ChannelHeader>() == 64);
 
 #[cfg(test)]
 mod tests {
@@ -248,7 +307,11 @@ mod tests {
     #[test]
     fn layout_is_cache_line_sized_and_stable() {
         assert_eq!(core::mem::align_of::<ThreadRecord>(), 64);
-        assert_eq!(stats_file_len(2), 64 * 3 + 128 * LOCK_SLOTS);
+        assert_eq!(channel_offset(2), 64 * 3 + 128 * LOCK_SLOTS);
+        assert_eq!(
+            stats_file_len(2),
+            channel_offset(2) + 64 + MESSAGE_BYTES + EVENT_BYTES + MAPS_BYTES
+        );
         assert_eq!(core::mem::offset_of!(ThreadRecord, wait_ns), 16);
         assert_eq!(core::mem::offset_of!(StatsHeader, generation), 32);
     }

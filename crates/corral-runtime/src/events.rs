@@ -1,5 +1,7 @@
 //! The decision log: one JSON object per line, written by the monitor when
-//! asked (`CORRAL_EVENTS`), read back by `corral run` for its report.
+//! asked (`CORRAL_EVENTS`) into the stats region's ring, taken out by
+//! `corral run` into the `--events` file or its own memory, and read back
+//! for its report.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Write};
@@ -124,21 +126,34 @@ impl Event {
 /// attempts, short against the 100 ms a search should settle in.
 pub const PROGRESS_EVERY_NS: u64 = 10_000_000;
 
-/// Largest a log file grows before it is rotated to `<path>.old`: a
-/// steadily contended program logs a decision every few milliseconds for
-/// hours, and the log lives in memory (`/dev/shm`).
+/// Largest a log grows before it is rotated to `<path>.old` (or, kept in
+/// memory, before its older half goes): a steadily contended program logs
+/// a decision every few milliseconds for hours.
 pub const ROTATE_BYTES: u64 = 8 << 20;
 
-/// Appends events to a file, one line each. It holds no descriptor between
-/// flushes: the program may close descriptors it did not open and reuse
-/// their numbers, and a held one would then write corral's lines into the
-/// program's file. Each flush reopens the file by name (no link followed)
-/// and checks it is still the one created.
+/// Where a log's lines go.
+#[derive(Debug)]
+enum Sink {
+    /// A file, reopened by name at each flush.
+    File {
+        path: PathBuf,
+        identity: (u64, u64),
+        written: u64,
+    },
+    /// The stats region's ring, inside the program.
+    Channel(crate::channel::Channel),
+}
+
+/// Appends events, one line each: inside a program, to the stats region's
+/// ring ([`EventLog::into_channel`]); in `corral run`, to a file. A file
+/// log holds no descriptor between flushes: a program may close
+/// descriptors it did not open and reuse their numbers, and a held one
+/// would then write corral's lines into the program's file. Each flush
+/// reopens the file by name (no link followed) and checks it is still the
+/// one created.
 #[derive(Debug)]
 pub struct EventLog {
-    path: PathBuf,
-    identity: (u64, u64),
-    written: u64,
+    sink: Sink,
     pending: Vec<u8>,
 }
 
@@ -152,11 +167,35 @@ impl EventLog {
             source,
         })?;
         Ok(EventLog {
-            path: path.to_path_buf(),
-            identity: (md.dev(), md.ino()),
-            written: 0,
+            sink: Sink::File {
+                path: path.to_path_buf(),
+                identity: (md.dev(), md.ino()),
+                written: 0,
+            },
             pending: Vec::new(),
         })
+    }
+
+    /// A log into `channel`'s ring: what the library's monitor writes.
+    pub fn into_channel(channel: crate::channel::Channel) -> Self {
+        EventLog {
+            sink: Sink::Channel(channel),
+            pending: Vec::new(),
+        }
+    }
+
+    /// Whether a flush opens a file (a ring's does not).
+    pub fn opens_files(&self) -> bool {
+        matches!(self.sink, Sink::File { .. })
+    }
+
+    /// Buffers whole lines taken out of a ring (a file log's writer in
+    /// `corral run`).
+    pub fn write_lines(&mut self, lines: &[u8]) {
+        if self.pending.len() as u64 >= ROTATE_BYTES {
+            return;
+        }
+        self.pending.extend_from_slice(lines);
     }
 
     /// Buffers one event. Lines past [`ROTATE_BYTES`] not yet flushed (a
@@ -170,35 +209,79 @@ impl EventLog {
         Ok(())
     }
 
-    /// Appends the buffered lines to the file, rotating it first when full.
+    /// Appends the buffered lines to the file, rotating it first when
+    /// full, or to the ring, dropping (and counting) lines it has no room
+    /// for.
     pub fn flush(&mut self) -> Result<(), FileError> {
         if self.pending.is_empty() {
             return Ok(());
         }
-        if self.written + self.pending.len() as u64 > ROTATE_BYTES {
-            self.rotate()?;
+        let pending = std::mem::take(&mut self.pending);
+        let (path, identity, written) = match &mut self.sink {
+            Sink::Channel(channel) => {
+                for line in pending.split_inclusive(|&b| b == b'\n') {
+                    channel.push_event(line);
+                }
+                return Ok(());
+            }
+            Sink::File {
+                path,
+                identity,
+                written,
+            } => (path, identity, written),
+        };
+        if *written + pending.len() as u64 > ROTATE_BYTES {
+            let old = old_path(path);
+            std::fs::rename(&*path, &old).map_err(|source| FileError::Io {
+                path: old.clone(),
+                source,
+            })?;
+            let file = files::create_private(path)?;
+            let md = file.metadata().map_err(|source| FileError::Io {
+                path: path.clone(),
+                source,
+            })?;
+            *identity = (md.dev(), md.ino());
+            *written = 0;
         }
-        let mut file = files::open_append_checked(&self.path, self.identity)?;
-        let result = file.write_all(&self.pending);
-        self.written += self.pending.len() as u64;
-        self.pending.clear();
+        let mut file = files::open_append_checked(path, *identity)?;
+        let result = file.write_all(&pending);
+        *written += pending.len() as u64;
         result.map_err(|source| FileError::Io {
-            path: self.path.clone(),
+            path: path.clone(),
             source,
         })
     }
+}
 
-    #[cold]
-    fn rotate(&mut self) -> Result<(), FileError> {
-        let old = old_path(&self.path);
-        std::fs::rename(&self.path, &old).map_err(|source| FileError::Io {
-            path: old.clone(),
-            source,
-        })?;
-        let fresh = EventLog::create(&self.path)?;
-        self.identity = fresh.identity;
-        self.written = 0;
-        Ok(())
+/// A log `corral run` keeps in its own memory for its report, where no
+/// `--events` file was asked for: its newer [`ROTATE_BYTES`] and the ones
+/// before, as a file log's rotation keeps them.
+#[derive(Debug, Default)]
+pub struct MemoryLog {
+    old: Vec<u8>,
+    current: Vec<u8>,
+}
+
+impl MemoryLog {
+    /// Appends whole lines taken out of a ring.
+    pub fn write_lines(&mut self, lines: &[u8]) {
+        if (self.current.len() + lines.len()) as u64 > ROTATE_BYTES {
+            self.old = std::mem::take(&mut self.current);
+        }
+        self.current.extend_from_slice(lines);
+    }
+
+    /// Streams the log back to `each`, oldest first; lines that do not
+    /// parse are skipped.
+    pub fn for_each_event(&self, mut each: impl FnMut(Event)) {
+        for part in [&self.old, &self.current] {
+            for line in part.split(|&b| b == b'\n') {
+                if let Ok(e) = serde_json::from_slice(line) {
+                    each(e);
+                }
+            }
+        }
     }
 }
 

@@ -1,6 +1,8 @@
-//! corral's own files (the stats file, the scratch decision log): created in
-//! a directory only corral's user can enter, never through a link, never
-//! over a file corral did not make, owner-only. corral often runs as root
+//! corral's own files (the TSC calibration kept per boot, a decision log
+//! asked for with `--events`): created in a directory only corral's user
+//! can enter, or at the user's path, never through a link, never over a
+//! file corral did not make, owner-only. (The program's stats are in a
+//! region `corral run` lends it: see `crate::stats`.) corral often runs as root
 //! in a world-writable `/dev/shm`: a predictable name there must not let
 //! anyone plant a link that corral would follow and truncate.
 
@@ -9,8 +11,7 @@ use std::io;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-/// Where the private directories live: shared memory, so the stats file
-/// can be mapped by other processes without touching a disk.
+/// Where the private directories live.
 const BASE: &str = "/dev/shm";
 
 /// Why corral refused to use a path.
@@ -111,22 +112,6 @@ pub fn private_dir() -> Result<PathBuf, FileError> {
     let dir = private_dir_path();
     ensure_private_dir(&dir)?;
     Ok(dir)
-}
-
-/// Path of the stats file of process `pid` (in the private directory).
-pub fn stats_path(pid: i32) -> PathBuf {
-    private_dir_path().join(format!("stats.{pid}"))
-}
-
-/// Path of the copy of process `pid`'s `/proc/PID/maps` made at its exit,
-/// for symbolising the lock profile's callers.
-pub fn maps_path(pid: i32) -> PathBuf {
-    private_dir_path().join(format!("maps.{pid}"))
-}
-
-/// Path of the scratch decision log of `corral run` process `pid`.
-pub fn events_path(pid: i32) -> PathBuf {
-    private_dir_path().join(format!("events.{pid}.jsonl"))
 }
 
 /// Creates `path` new, read-write, owner-only, close-on-exec, refusing a

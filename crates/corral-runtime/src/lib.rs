@@ -1,11 +1,12 @@
 //! corral on real Linux: the shared stats ABI, the sysfs topology and thread
 //! affinity, the thread registry and lock waiting used by the preload
-//! library, the monitor that drives the SSC policy, and the stats file and
+//! library, the monitor that drives the SSC policy, and the stats region and
 //! decision log that `corral run` reads.
 
 pub mod abi;
 pub mod affinity;
 pub mod ca;
+pub mod channel;
 pub mod config;
 pub mod cpuset;
 pub mod csf;

@@ -1,6 +1,6 @@
 //! The per-lock contention profile: for each lock (by address) the
 //! acquisitions that had to wait, their total and longest wait, the
-//! threads that waited, and sampled callers. It lives in the stats file's
+//! threads that waited, and sampled callers. It lives in the stats region's
 //! lock table ([`crate::abi::LockRecord`]), a fixed open-addressed hash
 //! table: nothing allocates, and only contended acquisitions touch it. An
 //! uncontended acquisition never reaches this module.
@@ -48,14 +48,14 @@ std::thread_local! {
 }
 
 /// Keeps the profile in `map`'s lock table (a map fresh from
-/// [`crate::stats::StatsMap::create`]: every slot free) from now on, unless
+/// [`crate::stats::StatsMap::publish`]: every slot free) from now on, unless
 /// [`ENV_LOCK_PROFILE`] is `0`. The mapping is then never unmapped.
 pub fn attach(map: &mut crate::stats::StatsMap) {
     if std::env::var_os(ENV_LOCK_PROFILE).is_some_and(|v| v == "0") {
         return;
     }
     let table = map.keep_locks_mapped();
-    // The file is new (`StatsMap::create`), so every slot is already free:
+    // The region is new (`StatsMap::publish`), so every slot is already free:
     // storing zeros would only fault in its 32 pages, at every exec.
     // Relaxed: the Release below publishes.
     table[LOCK_SLOTS - 1]
@@ -232,20 +232,18 @@ pub fn saves_maps() -> bool {
     is_on() && OWNER.load(Ordering::Relaxed) == pid
 }
 
-/// Writes the loaded objects' file mappings to `path` (owner-only, see
-/// [`crate::files::create_private`]) at exit, as `/proc/PID/maps` lines, so
-/// that the CLI can map callers' and locks' addresses to files after the
-/// process is gone. Only where the profile is kept, and only by the process
-/// that attached it. From the loader's records ([`maps_text`]), not
-/// `/proc/self/maps`: the exit waits on this.
-pub fn save_maps(path: &std::path::Path) {
+/// Writes the loaded objects' file mappings into the stats region's
+/// channel at exit, as `/proc/PID/maps` lines, so that the CLI can map
+/// callers' and locks' addresses to files after the process is gone. Only
+/// where the profile is kept, and only by the process that attached it.
+/// From the loader's records ([`maps_text`]), not `/proc/self/maps`: the
+/// exit waits on this.
+pub fn save_maps() {
     if !saves_maps() {
         return;
     }
-    let maps = maps_text();
-    if let Ok(mut f) = crate::files::create_private(path) {
-        use std::io::Write;
-        let _ = f.write_all(maps.as_bytes());
+    if let Some(channel) = crate::channel::current() {
+        channel.write_maps(maps_text().as_bytes());
     }
 }
 

@@ -3,7 +3,7 @@
 //! (Algorithm 3: detection and voting; Algorithm 4: the model-driven
 //! search), chooses each thread's placement for Algorithm 2 (applied by the
 //! thread itself at its next lock attempt, see
-//! [`crate::registry::on_lock_attempt`]), and publishes the stats file and
+//! [`crate::registry::on_lock_attempt`]), and publishes the stats region and
 //! the decision log. The thread that runs them, and when it starts, is
 //! [`crate::monitor_thread`]'s.
 //!
@@ -296,7 +296,7 @@ impl Monitor {
     }
 
     /// One round: every thread's counters, windows and placement; the
-    /// timer; the masks; the stats file. Returns how often the next round
+    /// timer; the masks; the stats region. Returns how often the next round
     /// is needed (see [`Pace`]).
     pub fn tick(&mut self) -> Pace {
         self.waits_this_tick = 0;
@@ -323,8 +323,10 @@ impl Monitor {
         self.publish_placement();
         self.publish_stats();
         self.log_progress(now, t_ms);
-        if let (Some(log), Files::Open) = (&mut self.events, self.files) {
-            let _ = log.flush();
+        if let Some(log) = &mut self.events {
+            if self.files == Files::Open || !log.opens_files() {
+                let _ = log.flush();
+            }
         }
         if let Some(ca) = &self.ca {
             // Every tick until the first plan (the trails hold one tick of

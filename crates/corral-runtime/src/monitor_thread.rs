@@ -24,7 +24,6 @@
 //! the monitor, not those of its ringer, which the program may have pinned
 //! to one CPU (the monitor then saw a 1-CPU process) or made real-time.
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
@@ -48,9 +47,9 @@ static MONITOR: Mutex<Option<Monitor>> = Mutex::new(None);
 struct Armed {
     cfg: RuntimeConfig,
     stats: Option<StatsMap>,
-    /// The decision log to create (by the monitor thread, in its own
-    /// descriptor table).
-    events_path: Option<PathBuf>,
+    /// Whether `corral run` asked for the decision log (written into the
+    /// stats region's ring).
+    log: bool,
     /// When it was armed: the monitor's clock starts there, so a thread
     /// registered since counts its waits from its registration.
     armed_ns: u64,
@@ -68,32 +67,15 @@ static ARMED: Mutex<Option<Armed>> = Mutex::new(None);
 #[derive(Debug)]
 pub struct StartError(pub String);
 
-/// Creates the stats file at `path` for process `pid` in corral's private
-/// directory (made or checked first; files left there by killed processes
-/// go). A failure costs one line on stderr, not the policy.
-pub fn create_stats(path: &std::path::Path, pid: i32) -> Option<StatsMap> {
-    let dir = crate::files::private_dir()
-        .map_err(|e| eprintln!("corral: {e}; no live stats"))
-        .ok()?;
-    crate::files::remove_stale(&dir);
-    StatsMap::create(path, pid, registry::MAX_THREADS as u32)
-        .map_err(|e| eprintln!("corral: no live stats: {e}"))
-        .ok()
-}
-
 /// Starts the monitor for `cfg`, at the program's second thread: arms it
 /// (its thread starts at the first ring, see the module's note), or, for
 /// policy ca, starts its thread now.
-/// The thread reads the topology, publishes into `stats` (made by
-/// [`create_stats`]) and writes the log (failing to create it costs one
-/// line on stderr, not the policy); placement is on for policy `lca` from
-/// here. If the thread cannot start, nothing is managed and the program
-/// keeps corral's plain locks (an error here, one line on stderr later).
-pub fn start(
-    cfg: RuntimeConfig,
-    stats: Option<StatsMap>,
-    events_path: Option<PathBuf>,
-) -> Result<(), StartError> {
+/// The thread reads the topology, publishes into `stats` (the region
+/// `corral run` made) and writes the log into it where `log` asks;
+/// placement is on for policy `lca` from here. If the thread cannot start,
+/// nothing is managed and the program keeps corral's plain locks (an error
+/// here, one line to `corral run` later).
+pub fn start(cfg: RuntimeConfig, stats: Option<StatsMap>, log: bool) -> Result<(), StartError> {
     let cpus = crate::affinity::allowed_cpus();
     if cpus.is_empty() {
         return Err(StartError("cannot read the process's CPU affinity".into()));
@@ -122,7 +104,7 @@ pub fn start(
     let armed = Armed {
         cfg,
         stats,
-        events_path,
+        log,
         armed_ns,
         cpus,
         fair_nice,
@@ -185,10 +167,10 @@ fn start_armed() {
     };
     if let Err(e) = spawn(armed) {
         unmanage();
-        eprintln!(
+        crate::channel::say(&format!(
             "corral: {}; the program runs on corral's locks without the policy",
             e.0
-        );
+        ));
     }
 }
 
@@ -200,6 +182,12 @@ fn spawn(armed: Armed) -> Result<(), StartError> {
             .name("corral-monitor".into())
             .spawn(move || run(armed))
     });
+    if spawned.is_ok() {
+        // Counted by the interposed pthread_create as one of the program's.
+        if let Some(channel) = crate::channel::current() {
+            channel.thread_unmade();
+        }
+    }
     spawned
         .map(drop)
         .map_err(|e| StartError(format!("cannot start the monitor thread: {e}")))
@@ -228,32 +216,25 @@ fn run(armed: Armed) {
     registry::exclude_current_thread();
     // Only a process with a log has something to say about where it goes:
     // a forked child of the program has none, and 64 would say it 64 times.
-    let has_log = armed.events_path.is_some();
+    // Refused (a seccomp filter, an old kernel): the rounds then open no
+    // file (threads go unnamed); the log goes to the region either way.
     let files = match corral_locks::sys::fdtable::take_private() {
         Ok(()) => Files::Open,
-        Err(errno) => {
-            if has_log {
-                eprintln!(
-                    "corral: the monitor cannot have a descriptor table of its own \
-                     (unshare: errno {errno}); its log is written at exit only"
-                );
-            }
-            Files::Deferred
-        }
+        Err(_) => Files::Deferred,
     };
     if armed.cfg.policy == Policy::CaCsf {
         // Quantum renewal needs the kernel's slice extension; the holder-side
         // request and release are not written yet, so where it is granted
         // only the probe runs (see `csf::SliceExtension`).
         if let Some(line) = crate::csf::SliceExtension::detect_here().line() {
-            eprintln!("{line}");
+            crate::channel::say(&line);
         }
     }
-    let events = armed.events_path.and_then(|p| {
-        EventLog::create(&p)
-            .map_err(|e| eprintln!("corral: {e}; no decision log"))
-            .ok()
-    });
+    let events = armed
+        .log
+        .then(crate::channel::current)
+        .flatten()
+        .map(EventLog::into_channel);
     let tick = Duration::from_nanos(armed.cfg.tick_ns);
     // Refused (a cpuset shrank meanwhile): it runs where it was born.
     let _ = crate::affinity::set_thread_affinity(0, &armed.cpus);
@@ -421,11 +402,11 @@ fn run_after(after: Option<fn()>) {
     }
 }
 
-/// A last round at exit, so the stats file holds final totals and the log
+/// A last round at exit, so the stats region holds final totals and the log
 /// its last lines, followed by `after`. The monitor thread runs it, in its
 /// own descriptor table: the program's other threads still run while it
 /// exits. A monitor still armed (never rung) has no thread: its round runs
-/// here, opening no file (its stats file is mapped; it has no log). Only
+/// here, opening no file (its stats region is mapped; it has no log). Only
 /// in the process that armed or started the monitor (anywhere else the
 /// monitor's lock may be held forever, and `after` runs here).
 pub fn final_flush(after: Option<fn()>) {

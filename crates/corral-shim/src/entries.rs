@@ -103,6 +103,9 @@ pub(crate) const N: usize = 33;
 /// take the full library's per-algorithm functions.
 pub(crate) const MUTEX_OPS: [usize; 3] = [0, 1, 2];
 
+/// The index of `pthread_create`.
+const PTHREAD_CREATE: usize = 10;
+
 /// The indexes of `sched_yield` and `pthread_yield`.
 const SCHED_YIELD: usize = 31;
 const PTHREAD_YIELD: usize = 32;
@@ -220,6 +223,8 @@ fn defers(i: usize) -> bool {
     let glibcs = next(i);
     let target = if i == MUTEX_OPS[2] {
         deferred_unlock as *const ()
+    } else if i == PTHREAD_CREATE {
+        deferred_create as *const ()
     } else {
         glibcs
     };
@@ -262,6 +267,34 @@ unsafe extern "C" fn deferred_unlock() {
         next = sym NEXT,
         off = const MUTEX_OPS[2] * 8,
     );
+}
+
+/// `pthread_create` calls while the full library is deferred: threads
+/// that may end before it loads, which its report counts apart.
+static MADE_WHILE_DEFERRED: AtomicU32 = AtomicU32::new(0);
+
+/// `pthread_create` until the load: glibc's, counted.
+///
+/// # Safety
+/// As `pthread_create`; reached only once `NEXT` holds glibc's
+/// `pthread_create` (see [`defers`]).
+#[unsafe(naked)]
+unsafe extern "C" fn deferred_create() {
+    // The count touches no argument register.
+    core::arch::naked_asm!(
+        "lock inc dword ptr [rip + {made}]",
+        "jmp qword ptr [rip + {next} + {off}]",
+        made = sym MADE_WHILE_DEFERRED,
+        next = sym NEXT,
+        off = const PTHREAD_CREATE * 8,
+    );
+}
+
+/// The threads the process made while the full library was deferred: the
+/// full library's way to the count, at its load.
+#[cfg_attr(not(test), no_mangle)]
+pub extern "C" fn corral_shim_threads_made() -> u32 {
+    MADE_WHILE_DEFERRED.load(Ordering::Relaxed) // Relaxed: a count
 }
 
 /// [`deferred_unlock`] where a waiter may sleep: glibc's unlock, then the

@@ -11,7 +11,7 @@
 //! run --load-after-contended`, 1000) a process stays on glibc's mutexes
 //! until it has handed a mutex to a waiting thread that many times, so that a short run that barely
 //! contends never pays the full library's load; with 0, the process
-//! `corral run` started loads it at once (its stats file and report).
+//! `corral run` started loads it at once (its stats region and report).
 //!
 //! The full library's thread-local words are initial-exec TLS, so its
 //! `dlopen` must find room in glibc's static TLS surplus (then no thread's
@@ -27,10 +27,12 @@
 mod entries;
 mod load;
 mod oncpu;
+mod region;
 mod sys;
 
 pub use entries::*;
 pub use oncpu::corral_shim_oncpu_table;
+pub use region::corral_shim_stats_region;
 
 #[cfg(not(test))]
 #[panic_handler]
@@ -39,7 +41,7 @@ fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
 }
 
 // The constructor: reads the deferred-load count; with none, the process
-// `corral run` started loads the full library now, so that its stats file
+// `corral run` started loads the full library now, so that its stats region
 // exists even if it never locks.
 #[cfg(not(test))]
 #[used]

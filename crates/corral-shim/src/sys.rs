@@ -15,7 +15,6 @@ const RTLD_LOCAL: c_int = 0;
 /// glibc's `RTLD_NEXT`: the next object after the caller's.
 const RTLD_NEXT: *mut c_void = -1isize as *mut c_void;
 
-const SYS_WRITE: usize = 1;
 const SYS_GETPID: usize = 39;
 const SYS_GETPPID: usize = 110;
 const SYS_GETTID: usize = 186;
@@ -27,8 +26,10 @@ const SYS_MINCORE: usize = 27;
 const SYS_MMAP: usize = 9;
 const SYS_CLOSE: usize = 3;
 const SYS_READLINKAT: usize = 267;
+const SYS_FSTAT: usize = 5;
 const AT_FDCWD: isize = -100;
 const PROT_READ: usize = 1;
+const PROT_WRITE: usize = 2;
 const MAP_SHARED: usize = 1;
 const PR_SET_PDEATHSIG: usize = 1;
 const SIGKILL: usize = 9;
@@ -127,6 +128,40 @@ pub(crate) fn map_read_only(fd: i32, len: usize) -> *const u64 {
     }
 }
 
+/// Maps `len` bytes of `fd` shared and read-write; null on failure.
+pub(crate) fn map_read_write(fd: i32, len: usize) -> *mut u8 {
+    // SAFETY: a new mapping at an address the kernel picks.
+    let p = unsafe {
+        syscall6(
+            SYS_MMAP,
+            [0, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd as usize, 0],
+        )
+    };
+    // The kernel returns -errno (-4095..-1) on failure.
+    if (-4095..0).contains(&p) {
+        core::ptr::null_mut()
+    } else {
+        p as *mut u8
+    }
+}
+
+/// The device, inode and size of what `fd` holds; `None` where it is not
+/// open.
+pub(crate) fn fstat(fd: i32) -> Option<(u64, u64, usize)> {
+    if fd < 0 {
+        return None;
+    }
+    // x86_64's struct stat: 144 bytes; st_dev at 0, st_ino at 8, st_size at 48.
+    let mut st = [0u64; 18];
+    // SAFETY: a live buffer of struct stat's size.
+    let rc = unsafe { syscall4(SYS_FSTAT, fd as usize, st.as_mut_ptr() as usize, 0, 0) };
+    if rc != 0 {
+        return None;
+    }
+    let [dev, ino, _, _, _, _, size, ..] = st;
+    Some((dev, ino, size as usize))
+}
+
 /// Closes `fd`.
 pub(crate) fn close(fd: i32) {
     // SAFETY: closes a descriptor this process owns (passed to it to close).
@@ -183,12 +218,10 @@ pub(crate) fn next_symbol(name: &CStr) -> *const () {
     unsafe { dlsym(RTLD_NEXT, name.as_ptr()) as *const () }
 }
 
-/// Writes `parts` to standard error, ignoring failures.
+/// Says `parts` to `corral run` (see [`crate::region::say`]): never to
+/// descriptor 2, which may be any file of the program's.
 pub(crate) fn say(parts: &[&[u8]]) {
-    for p in parts {
-        // SAFETY: a live buffer of `p.len()` bytes.
-        unsafe { syscall4(SYS_WRITE, 2, p.as_ptr() as usize, p.len(), 0) };
-    }
+    crate::region::say(parts);
 }
 
 pub(crate) fn getpid() -> i32 {

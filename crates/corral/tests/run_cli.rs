@@ -283,9 +283,11 @@ fn threads_that_yield_inside_their_critical_sections_are_not_confined() {
         "cc failed on yield_lock.c"
     );
     let report = dir.join("report.json");
+    // Loaded at the first call: with the default deferred load, threads
+    // that finished before it were not in the report (issue 46, row 7).
     let out = corral()
         .env("CORRAL_PRELOAD", &lib)
-        .args(["run", "--report"])
+        .args(["run", "--load-after-contended", "0", "--report"])
         .arg(&report)
         .arg("--")
         .arg(&exe)
@@ -315,6 +317,7 @@ fn threads_that_yield_inside_their_critical_sections_are_not_confined() {
     // last round before it exits are not seen, so "most" is asserted (an
     // uncounted path would show none).
     assert_eq!(threads.len(), 8, "report: {}", doc["threads"]);
+    assert_eq!(doc["thread_count"]["made"], 9, "{}", doc["thread_count"]);
     for t in threads {
         let yields = t["yields"].as_u64().unwrap_or(0);
         assert!(
@@ -330,5 +333,54 @@ fn threads_that_yield_inside_their_critical_sections_are_not_confined() {
             .iter()
             .all(|e| e["event"] != "decision"),
         "no search ran"
+    );
+}
+
+#[test]
+fn threads_that_ended_before_a_deferred_load_are_counted_apart() {
+    let Some(lib) = preload_beside_corral() else {
+        panic!("build the preload library first: cargo build -p corral-preload");
+    };
+    let dir = std::env::temp_dir().join(format!("corral-early-test.{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join("early_threads");
+    assert!(
+        common::build_fixture("early_threads.c", &exe),
+        "cc failed on early_threads.c"
+    );
+    let report = dir.join("report.json");
+    let out = corral()
+        .env("CORRAL_PRELOAD", &lib)
+        .args(["run", "--load-after-contended", "1", "--report"])
+        .arg(&report)
+        .arg("--")
+        .arg(&exe)
+        .arg("6")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "600006\n");
+    let doc = common::read_json(&report);
+    std::fs::remove_dir_all(&dir).unwrap();
+    let count = &doc["thread_count"];
+    let listed = doc["threads"].as_array().unwrap().len() as u64;
+    // The main thread, 6 brief threads, 2 contending ones.
+    assert_eq!(count["made"], 9, "{count}");
+    // The brief ones were made (and ended) before the load: whether the
+    // contenders were too depends on when the first hand-off came.
+    let before = count["made_before_load"].as_u64().unwrap();
+    assert!((6..=8).contains(&before), "{count}");
+    assert_eq!(count["in_report"], listed, "{count}");
+    assert!(
+        listed <= 3,
+        "a brief thread in the report: {}",
+        doc["threads"]
+    );
+    assert_eq!(count["not_in_report"], 9 - listed, "{count}");
+    assert!(count["cpu_ms_not_in_report"].as_f64().unwrap() >= 0.0);
+    assert!(
+        stderr.contains(&format!("not in the report: {}", 9 - listed)),
+        "the summary says it: {stderr}"
     );
 }

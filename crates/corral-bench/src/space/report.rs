@@ -46,7 +46,7 @@ pub(crate) struct Run {
     pub(crate) cpu_s: f64,
     /// Wall seconds from spawn to exit.
     pub(crate) wall_s: f64,
-    /// corral's SSC size when the program exited (its stats file; none
+    /// corral's SSC size when the program exited (its stats region; none
     /// where corral never loaded or for other columns): under the CPU
     /// count, the program ended confined.
     #[serde(skip_serializing_if = "Option::is_none")]

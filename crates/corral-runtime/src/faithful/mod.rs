@@ -3,7 +3,7 @@
 //! scaling factor each monitoring period (Table I, Algorithm 1), applied as
 //! EEVDF's requested slice (`sched_setattr`'s `sched_runtime`, Linux 6.12+)
 //! and read back. The decisions are `corral_policy::faithful`'s; this
-//! module observes (/proc, corral's stats files, PMU counters) and applies.
+//! module observes (/proc, corral's stats regions, PMU counters) and applies.
 //!
 //! A thread created by a thread holding the quantum inherits it from the
 //! kernel at `clone`, so new threads have the quantum at once; each period

@@ -1,5 +1,5 @@
 //! One program under FF: each period its profile (lock contention from
-//! corral's stats files, the miss ratio from per-thread counters where a
+//! corral's stats regions, the miss ratio from per-thread counters where a
 //! PMU exists), the controller's decision, the quantum applied to every
 //! thread and read back, and the period's context switches.
 
@@ -245,9 +245,9 @@ impl FfProgram {
         for &pid in &pids {
             let map = match self.stats.entry(pid) {
                 Entry::Occupied(e) => e.into_mut(),
-                Entry::Vacant(v) => match StatsMap::open(&crate::abi::stats_path(pid)) {
-                    Ok(m) => v.insert(m),
-                    Err(_) => continue, // not (yet) under corral's library
+                Entry::Vacant(v) => match StatsMap::open_local(pid) {
+                    Some(m) => v.insert(m),
+                    None => continue, // not (yet) under corral's library
                 },
             };
             for t in map.snapshot().threads {

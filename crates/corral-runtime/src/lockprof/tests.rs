@@ -2,19 +2,19 @@ use super::*;
 use crate::abi::lock_kind;
 use crate::stats::StatsMap;
 
-fn scratch_map(tag: &str) -> (std::path::PathBuf, StatsMap) {
-    let path = std::env::temp_dir().join(format!("corral-lockprof-{tag}.{}", std::process::id()));
-    let map = StatsMap::create(&path, 1, 4).unwrap();
-    (path, map)
+fn scratch_map() -> (std::os::fd::OwnedFd, StatsMap) {
+    let fd = StatsMap::new_region(4).unwrap();
+    let map = StatsMap::publish(std::os::fd::AsFd::as_fd(&fd), 1).unwrap();
+    (fd, map)
 }
 
 /// One test: the table is process-wide, so its cases run in order.
 #[test]
 fn counts_waits_per_lock_and_keeps_every_contention_when_the_table_is_full() {
-    let (path, mut map) = scratch_map("count");
+    let (fd, mut map) = scratch_map();
     attach(&mut map);
     assert!(is_on());
-    let reader = StatsMap::open(&path).unwrap();
+    let reader = StatsMap::open(std::os::fd::AsFd::as_fd(&fd)).unwrap();
 
     // Two locks, four threads: each thread waits 10 or 11 ticks per
     // acquisition. 0x2040 is exclusive (its holders update its record, as
@@ -82,7 +82,6 @@ fn counts_waits_per_lock_and_keeps_every_contention_when_the_table_is_full() {
     detach();
     assert!(begin(0x1000, lock_kind::MUTEX).is_none());
     drop(map);
-    std::fs::remove_file(&path).unwrap();
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! `--metrics ADDR`: the Prometheus (OpenMetrics) text exposition of a
-//! running program's stats file (`corral run`) or of a kernel-lock session
+//! running program's stats region (`corral run`) or of a kernel-lock session
 //! (`corral attach`), encoded by `prometheus-client`: lock wait per lock
 //! and per thread, SSC size, lock-intensive threads, monitor rounds, and
 //! what was dropped (contention the lock table could not place, kernel
@@ -204,7 +204,7 @@ pub(crate) fn render_kernel(r: &KernelReport) -> String {
 /// What the endpoint serves.
 #[derive(Clone)]
 pub(crate) enum Watched {
-    /// The stats file of the program whose pid this holds (0: not started).
+    /// The stats region of the program whose pid this holds (0: not started).
     Program(Arc<AtomicI32>),
     /// A kernel-lock session's report so far.
     Kernel(KernelLive),
@@ -284,7 +284,7 @@ fn answer(
 fn program_body(pid: &AtomicI32, cache: &mut Option<(String, Symbolizer)>) -> String {
     let pid = pid.load(Ordering::Relaxed); // Relaxed: a pid, no data behind it.
     let stats = (pid != 0)
-        .then(|| StatsMap::open(&corral_runtime::abi::stats_path(pid)).ok())
+        .then(|| StatsMap::open_local(pid))
         .flatten()
         .map(|m| m.snapshot());
     match stats {

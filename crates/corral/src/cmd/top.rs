@@ -1,5 +1,5 @@
 //! `corral top`: a live view of every program running under corral (their
-//! stats files), refreshed every `--interval-ms`: per program its SSC size,
+//! stats regions, found through `corral run`'s descriptors), refreshed every `--interval-ms`: per program its SSC size,
 //! lock-intensive threads, top locks by wait with their callers, and the
 //! threads' wait shares. `q` (or Esc) quits. Plain text lines: it fits an
 //! 80x24 terminal over SSH.
@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use corral_runtime::stats::{StatsMap, StatsSnapshot};
+use corral_runtime::stats::StatsSnapshot;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Paragraph};
@@ -35,31 +35,24 @@ struct Program {
     stats: StatsSnapshot,
 }
 
-/// Every program with a readable stats file (of `only`, if any), lowest
+/// Every program with a stats region this user may read (of `only`, if any), lowest
 /// pid first.
 fn programs(only: &[i32]) -> Vec<Program> {
-    let dir = corral_runtime::files::private_dir_path();
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return Vec::new();
-    };
-    let mut out: Vec<Program> = entries
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().into_string().ok()?;
-            let pid: i32 = name.strip_prefix("stats.")?.parse().ok()?;
+    corral_runtime::stats::published_regions()
+        .iter()
+        .filter_map(|map| {
+            let stats = map.snapshot();
+            let pid = stats.pid;
             if !only.is_empty() && !only.contains(&pid) {
                 return None;
             }
-            let stats = StatsMap::open(&e.path()).ok()?.snapshot();
             let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
             Some(Program {
                 comm: comm.trim().to_string(),
                 stats,
             })
         })
-        .collect();
-    out.sort_by_key(|p| p.stats.pid);
-    out
+        .collect()
 }
 
 /// Names callers with each process's current maps, kept while unchanged.

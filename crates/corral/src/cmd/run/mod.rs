@@ -20,7 +20,7 @@ use corral_runtime::policies::PolicySet;
 
 use super::kernel_opts::{prepare, KernelOptions};
 use crate::CliError;
-use report::{build_report, ca_summary, ff_summary, summary, Loading, LogSummary};
+use report::{build_report, ca_summary, ff_summary, summary, Loading, LogSummary, ThreadCount};
 
 /// Arguments of `corral run`.
 #[derive(clap::Args)]
@@ -341,23 +341,8 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
         // Read by the preload library at load; no other thread runs yet.
         std::env::set_var(corral_runtime::lockprof::ENV_LOCK_PROFILE, "0");
     }
-    // Files left by runs killed before they could clean up (kill -9).
-    let private = corral_runtime::files::private_dir();
-    match &private {
-        Ok(dir) => {
-            corral_runtime::files::remove_stale(dir);
-        }
-        // Planted by someone else: refused, never followed; PROG still runs.
-        Err(e) => eprintln!("corral: {e}; running without the decision log and live stats"),
-    }
-    let scratch_events =
-        (args.report.is_some() || !args.quiet) && args.events.is_none() && private.is_ok();
-    let events_path = match (&args.events, scratch_events) {
-        (Some(p), _) => Some(p.clone()),
-        // In corral's private directory (owner-only, no links followed).
-        (None, true) => Some(corral_runtime::files::events_path(std::process::id() as i32)),
-        (None, false) => None,
-    };
+    // The report's decisions: kept in memory where no --events file takes them.
+    let keep_log = (args.report.is_some() || !args.quiet) && args.events.is_none();
     // Opened now: an unwritable path is refused before PROG runs, not
     // after, where the error would replace PROG's exit status.
     let report_file = match &args.report {
@@ -394,16 +379,16 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
         )?),
         None => None,
     };
-    let wanted = if args.quiet && args.report.is_none() {
-        Collect::StatusOnly
-    } else {
-        Collect::Everything
+    let wanted = match (args.quiet && args.report.is_none(), keep_log) {
+        (true, _) => Collect::StatusOnly,
+        (false, true) => Collect::WithLog,
+        (false, false) => Collect::Everything,
     };
     let (outcome, _) = launch_observed(
         &cfg,
         Some(&preload),
         &args.prog,
-        events_path.as_deref(),
+        args.events.as_deref(),
         Output::Inherit,
         (spawn, wanted),
         &|pid| {
@@ -420,24 +405,12 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
     let ff_report = ff.into_inner().map(FfDriver::finish);
     let kernel_report = kernel.map(|k| k.finish());
     let code = exit_code(outcome.status);
-    if let Some(p) = &args.events {
-        // A program whose waits never called for the monitor ran no thread
-        // of corral's, which writes the log: nothing was decided.
-        if std::fs::symlink_metadata(p).is_err() {
-            if let Err(e) = corral_runtime::files::create_private(p) {
-                eprintln!("corral: --events: {e}");
-            }
-        }
-    }
     let mut log = LogSummary::default();
-    if let Some(p) = &events_path {
+    match (&args.events, &outcome.log) {
         // An unreadable log leaves the report without decisions.
-        let _ = for_each_event(p, |e| log.add(e));
-    }
-    if scratch_events {
-        if let Some(p) = &events_path {
-            corral_runtime::events::remove_log(p);
-        }
+        (Some(p), _) => drop(for_each_event(p, |e| log.add(e))),
+        (None, Some(memory)) => memory.for_each_event(|e| log.add(e)),
+        (None, None) => {}
     }
     let mut report = build_report(
         &cfg,
@@ -456,11 +429,24 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
     if cfg.lock.is_parking() {
         report.waiting = Some(corral_launch::holder::describe());
     }
+    if let Some(count) = &mut report.thread_count {
+        count.with_cpu(outcome.cpu, &report.threads);
+    }
     report.policies = args.policy.map(|p| p.name());
     report.ff = ff_report;
     report.timeline = sampler.map(timeline::Sampler::finish).unwrap_or_default();
     if !args.quiet {
-        eprintln!("{}", summary(&report, outcome.stats.as_ref(), loading));
+        let line = match (&outcome.stats, outcome.region_lent, loading) {
+            (None, false, Loading::AtFirstCall | Loading::AfterContended(_)) => format!(
+                "corral: exit {code}; no stats from PROG: it was lent no stats region \
+                 (see the line above)"
+            ),
+            _ => summary(&report, outcome.stats.as_ref(), loading),
+        };
+        eprintln!("{line}");
+        if let Some(line) = report.thread_count.as_ref().and_then(ThreadCount::line) {
+            eprintln!("{line}");
+        }
         if let Some(w) = &report.waiting {
             eprintln!("corral: {w}");
         }

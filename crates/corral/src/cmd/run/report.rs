@@ -52,7 +52,7 @@ pub(crate) enum RuntimeState {
     /// No stats came back: the library never loaded (PROG made fewer
     /// contended hand-offs than `load_after_contended`; or a static or
     /// setuid program, or one that cleared `LD_PRELOAD`), and PROG ran
-    /// without corral; or it could not create its stats file (it said why).
+    /// without corral; or it was lent no stats region (corral said why).
     NoStats,
     /// Loaded, but PROG never made a second thread, so no monitor ran.
     SingleThreaded,
@@ -61,7 +61,7 @@ pub(crate) enum RuntimeState {
 }
 
 impl RuntimeState {
-    /// From the stats file the library makes at load (none: not loaded)
+    /// From the stats region the library publishes at load (none: not loaded)
     /// and the monitor publishes into (never: no monitor).
     pub(crate) fn of(stats: Option<&StatsSnapshot>) -> Self {
         match stats {
@@ -99,6 +99,9 @@ pub(crate) struct RunReport {
     pub(crate) exit_code: i32,
     /// Every thread that took a lock, from the final stats.
     pub(crate) threads: Vec<ThreadReport>,
+    /// Every thread PROG made, against those in `threads`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) thread_count: Option<ThreadCount>,
     /// The SSC size over time: the start, then every change.
     pub(crate) ssc: Vec<SscPoint>,
     /// Controller decisions (search, timer, adaptation) in the log.
@@ -226,7 +229,7 @@ pub(crate) fn build_report(
     log: LogSummary,
     name_locks: bool,
 ) -> RunReport {
-    let threads = stats
+    let threads: Vec<ThreadReport> = stats
         .map(|s| {
             s.threads
                 .iter()
@@ -252,6 +255,7 @@ pub(crate) fn build_report(
         load_after_contended: cfg.load_after(),
         waiting: None,
         exit_code,
+        thread_count: stats.map(|s| ThreadCount::of(s, &threads)),
         threads,
         ssc: log.ssc,
         decision_count: log.decision_count,
@@ -273,6 +277,76 @@ pub(crate) fn build_report(
         ff: None,
         ca_rounds: log.ca_rounds,
         ca: log.ca_last,
+    }
+}
+
+/// Every thread PROG's process made (its main thread and each
+/// `pthread_create`), against the threads the report lists: those that
+/// took a lock while corral's library was loaded. A thread missing from
+/// the list never locked after the load; where the load was deferred to a
+/// contended hand-off (`--load-after-contended`), up to
+/// `made_before_load` of them may have run and ended before it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub(crate) struct ThreadCount {
+    /// The main thread and every `pthread_create` call.
+    pub(crate) made: u64,
+    /// Of them, made while corral's library was deferred.
+    pub(crate) made_before_load: u64,
+    /// Listed in `threads`.
+    pub(crate) in_report: u64,
+    /// Made and not listed: ended before the load, or never locked after it.
+    pub(crate) not_in_report: u64,
+    /// CPU time of PROG (and the children it waited for) outside the listed
+    /// threads, ms: filled in by `corral run` from the exit's rusage.
+    pub(crate) cpu_ms_not_in_report: Option<f64>,
+}
+
+impl ThreadCount {
+    fn of(s: &StatsSnapshot, threads: &[ThreadReport]) -> Self {
+        let (before, after) = s.threads_made;
+        let made = 1 + u64::from(before) + u64::from(after);
+        let in_report = threads.len() as u64;
+        ThreadCount {
+            made,
+            made_before_load: u64::from(before),
+            in_report,
+            not_in_report: made.saturating_sub(in_report),
+            cpu_ms_not_in_report: None,
+        }
+    }
+
+    /// Fills in the CPU outside the listed threads from `cpu`, PROG's.
+    pub(crate) fn with_cpu(&mut self, cpu: std::time::Duration, threads: &[ThreadReport]) {
+        let listed: u64 = threads.iter().map(|t| t.cpu_ns).sum();
+        let outside = (cpu.as_nanos() as u64).saturating_sub(listed);
+        self.cpu_ms_not_in_report = Some(outside as f64 / 1e6);
+    }
+
+    /// The summary's line, where some made thread is not listed.
+    pub(crate) fn line(&self) -> Option<String> {
+        if self.not_in_report == 0 {
+            return None;
+        }
+        let cpu = self
+            .cpu_ms_not_in_report
+            .map(|ms| {
+                format!(
+                    "; CPU outside the listed threads (corral's monitor's too): about {ms:.1} ms"
+                )
+            })
+            .unwrap_or_default();
+        let before = match self.made_before_load {
+            0 => String::new(),
+            n => format!(
+                "; {n} were made before corral loaded at a contended hand-off, and may \
+                 have ended before it"
+            ),
+        };
+        Some(format!(
+            "corral: threads PROG made: {}, not in the report: {} (they took no lock while \
+             corral was loaded{before}){cpu}",
+            self.made, self.not_in_report
+        ))
     }
 }
 
@@ -337,7 +411,7 @@ pub(crate) fn summary(r: &RunReport, stats: Option<&StatsSnapshot>, loading: Loa
             Loading::AtFirstCall => format!(
                 "corral: exit {code}; no stats from PROG: corral's library did not load (a setuid \
                  program, or one that clears LD_PRELOAD: then policy {policy} was not applied) or \
-                 could not write its stats file (said above)"
+                 could not publish its stats (said above)"
             ),
         };
     };

@@ -1,4 +1,4 @@
-//! PROG's stats file sampled while it runs, for `corral report --svg`:
+//! PROG's stats region sampled while it runs, for `corral report --svg`:
 //! the SSC size and each thread's lock wait share per interval.
 
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
@@ -54,7 +54,7 @@ fn point(t_ms: f64, prev: Option<&StatsSnapshot>, now: &StatsSnapshot) -> TimePo
     }
 }
 
-/// A sampler thread: started before PROG, reads the stats file of the pid
+/// A sampler thread: started before PROG, reads the stats region of the pid
 /// in `pid` every interval until `stop`.
 pub(crate) struct Sampler {
     stop: Arc<AtomicBool>,
@@ -94,7 +94,7 @@ fn sample(pid: &AtomicI32, mut every: Duration, stop: &AtomicBool, out: &Mutex<V
         std::thread::sleep(every);
         let pid = pid.load(Ordering::Relaxed);
         let Some(now) = (pid != 0)
-            .then(|| StatsMap::open(&corral_runtime::abi::stats_path(pid)).ok())
+            .then(|| StatsMap::open_local(pid))
             .flatten()
             .map(|m| m.snapshot())
         else {
@@ -140,6 +140,9 @@ mod tests {
                 .collect(),
             lock_profile: true,
             locks: vec![],
+            events_dropped: 0,
+            messages_dropped: 0,
+            threads_made: (0, 0),
         }
     }
 
