@@ -1,7 +1,7 @@
 //! glibc's own lock functions, for what corral leaves to glibc: mutexes
 //! and rwlocks that are process-shared, robust or priority-protocol, and
-//! the condition variables of a process whose mutexes keep glibc's layout
-//! ([`crate::cond`]).
+//! the condition variables that are process-shared or in a process whose
+//! mutexes keep glibc's layout ([`crate::cond`]).
 
 use core::ffi::c_int;
 use std::sync::OnceLock;

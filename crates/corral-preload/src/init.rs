@@ -50,6 +50,7 @@ static STATS: Mutex<Option<(i32, StatsMap)>> = Mutex::new(None);
 extern "C" fn after_fork_in_child() {
     FORKED.store(true, Ordering::Relaxed); // Relaxed: single-threaded here.
     registry::reset_after_fork();
+    crate::cond::after_fork_in_child();
     corral_runtime::lockprof::detach();
     monitor_thread::after_fork_in_child();
     // A child of a process whose monitor ran has none: the monitor's state
