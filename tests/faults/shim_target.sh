@@ -5,8 +5,9 @@
 # jumped to itself for ever (the program spun at 100% CPU). The shim
 # itself, another copy of it, a library without corral's functions, or one
 # whose pthread functions are found in the shim must leave the program on
-# glibc's locks, with its result and exit status, and each but the empty
-# one and the last with one line saying so.
+# glibc's locks, with its result and exit status. Preloaded by hand, the
+# shim writes nothing on the program's descriptors (issue 46: its fd 2 may
+# be any file); under corral run, its line reaches corral's stderr.
 # Usage: shim_target.sh CORRAL SCRATCH
 set -uo pipefail
 corral=$1
@@ -57,9 +58,24 @@ while IFS='|' read -r name target says; do
         echo "FAIL shim_target: $name: exit $rc, printed '$(cat "$scratch/out")' (want 7 and 400000)"
         fail=1
     fi
-    if [[ $says == yes ]] && ! grep -q "runs on glibc's locks" "$scratch/err"; then
-        echo "FAIL shim_target: $name: no line says the program runs on glibc's locks: $(head -c 300 "$scratch/err")"
+    if grep -q "corral" "$scratch/err"; then
+        echo "FAIL shim_target: $name: corral wrote on the program's fd 2: $(head -c 300 "$scratch/err")"
         fail=1
+    fi
+    # Under corral run (the target beside a copy of the shim), the line
+    # says it, on corral's own stderr.
+    if [[ $says == yes && -e $target ]]; then
+        rm -rf "$scratch/beside"
+        mkdir "$scratch/beside"
+        cp "$shim" "$scratch/beside/libcorral_shim.so"
+        cp "$target" "$scratch/beside/libcorral_preload.so"
+        CORRAL_PRELOAD=$scratch/beside/libcorral_preload.so timeout 20 "$corral" run \
+            --load-after-contended 0 -- "$scratch/locker" >"$scratch/out" 2>"$scratch/err"
+        rc=$?
+        if [[ $rc != 7 ]] || ! grep -q "runs on glibc's locks" "$scratch/err"; then
+            echo "FAIL shim_target: $name under corral run: exit $rc, no line says the program runs on glibc's locks: $(head -c 300 "$scratch/err")"
+            fail=1
+        fi
     fi
 done <<EOF
 empty||no
@@ -69,5 +85,5 @@ a library without corral's functions|libm.so.6|yes
 a file that is not there|$scratch/none.so|yes
 a library whose pthread functions are the shim's|$scratch/leans-on-shim.so|no
 EOF
-[[ $fail == 0 ]] && echo "empty, the shim itself, a copy of it, libm, no file, a library leaning on the shim: glibc's locks, result and status kept"
+[[ $fail == 0 ]] && echo "empty, the shim itself, a copy of it, libm, no file, a library leaning on the shim: glibc's locks, result and status kept, nothing on the program's fd 2; under corral run the line on corral's stderr"
 exit $fail

@@ -18,7 +18,9 @@ scratch=$2
 fail=0
 
 cat >"$scratch/own_fds.c" <<'C'
-// Closes 0-2 and opens its data files on them, then contends.
+// Closes 0-2 and opens its data files on them, then contends (after a
+// contended hand-off: a load deferred to one comes mid-run, after the
+// reopening).
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -47,8 +49,13 @@ int main(int argc, char **argv) {
             return 10 + i;
     }
     pthread_t t[6];
+    // Held while the threads start: they sleep on it, so its release is a
+    // contended hand-off (the deferred load comes then at the latest).
+    pthread_mutex_lock(&m);
     for (int i = 0; i < 6; i++)
         pthread_create(&t[i], 0, work, 0);
+    usleep(20000);
+    pthread_mutex_unlock(&m);
     for (int i = 0; i < 6; i++)
         pthread_join(t[i], 0);
     for (int i = 0; i < 3; i++)

@@ -406,7 +406,8 @@ fn run_after(after: Option<fn()>) {
 /// its last lines, followed by `after`. The monitor thread runs it, in its
 /// own descriptor table: the program's other threads still run while it
 /// exits. A monitor still armed (never rung) has no thread: its round runs
-/// here, opening no file (its stats region is mapped; it has no log). Only
+/// here, opening no file (its stats region is mapped, and its log goes
+/// there). Only
 /// in the process that armed or started the monitor (anywhere else the
 /// monitor's lock may be held forever, and `after` runs here).
 pub fn final_flush(after: Option<fn()>) {
@@ -421,11 +422,17 @@ pub fn final_flush(after: Option<fn()>) {
     }
     if let Some(armed) = lock_armed().take() {
         if armed.stats.is_some() {
+            // The log goes to the region: no file to open here.
+            let events = armed
+                .log
+                .then(crate::channel::current)
+                .flatten()
+                .map(EventLog::into_channel);
             let mut m = build(
                 armed.cfg,
                 armed.cpus,
                 armed.stats,
-                None,
+                events,
                 armed.armed_ns,
                 false,
             );
