@@ -380,7 +380,7 @@ fn next(i: usize) -> *const () {
         return next(SCHED_YIELD);
     }
     if p.is_null() {
-        sys::say(&[b"corral: no ", name.to_bytes(), b" past corral's shim\n"]);
+        crate::region::say(&[b"corral: no ", name.to_bytes(), b" past corral's shim\n"]);
         sys::abort();
     }
     at(&NEXT, i).store(p.cast_mut(), Ordering::Relaxed); // Relaxed: see above
@@ -409,7 +409,7 @@ fn load() {
 pub(crate) extern "C" fn on_load() {
     // Relaxed: the process has one thread yet.
     LOAD_AFTER.store(load::load_after(), Ordering::Relaxed);
-    if let Some(corral) = load::started_by() {
+    if let Some(corral) = crate::process::started_by() {
         sys::die_with_parent(corral);
         crate::oncpu::adopt();
         // A deferred load waits for contention, here too.

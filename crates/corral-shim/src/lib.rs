@@ -27,6 +27,7 @@
 mod entries;
 mod load;
 mod oncpu;
+mod process;
 mod region;
 mod sys;
 
@@ -59,7 +60,7 @@ mod tests {
             corral_runtime::config::ENV_SHIM_TARGET
         );
         assert_eq!(
-            crate::load::ENV_PARENT_PID,
+            crate::process::ENV_PARENT_PID,
             corral_runtime::config::ENV_PARENT_PID_C
         );
         assert_eq!(
@@ -89,9 +90,9 @@ mod tests {
 
     #[test]
     fn parses_pids() {
-        assert_eq!(crate::load::parse_pid(b"123"), Some(123));
-        assert_eq!(crate::load::parse_pid(b""), None);
-        assert_eq!(crate::load::parse_pid(b"12a"), None);
-        assert_eq!(crate::load::parse_pid(b"99999999999"), None);
+        assert_eq!(crate::process::parse_pid(b"123"), Some(123));
+        assert_eq!(crate::process::parse_pid(b""), None);
+        assert_eq!(crate::process::parse_pid(b"12a"), None);
+        assert_eq!(crate::process::parse_pid(b"99999999999"), None);
     }
 }

@@ -7,9 +7,6 @@ use crate::sys;
 
 /// Names the full library (`corral_runtime::config::ENV_SHIM_TARGET`).
 pub(crate) const ENV_TARGET: &CStr = c"CORRAL_SHIM_TARGET";
-/// `corral_runtime::config::ENV_PARENT_PID_C`: set to the pid of `corral
-/// run`, the parent of the process it started.
-pub(crate) const ENV_PARENT_PID: &CStr = c"CORRAL_PARENT_PID";
 /// `corral_runtime::config::ENV_LOAD_AFTER_CONTENDED`: where set (by
 /// `corral run --load-after-contended N`, for a parking algorithm only), the
 /// full library loads at the N-th contended hand-off (an unlock that finds
@@ -34,7 +31,7 @@ pub(crate) fn load_into<const N: usize>(
     };
     let handle = sys::open_local(path);
     if handle.is_null() {
-        sys::say(&[
+        crate::region::say(&[
             b"corral: cannot load ",
             path.to_bytes(),
             b" (no file, or no room in glibc's static TLS: corral run reserves it in \
@@ -45,7 +42,7 @@ pub(crate) fn load_into<const N: usize>(
     // SAFETY: a handle from open_local.
     let ops = unsafe { sys::symbol(handle, c"corral_preload_mutex_ops") };
     if ops.is_null() {
-        sys::say(&[
+        crate::region::say(&[
             b"corral: ",
             path.to_bytes(),
             b" is not corral's full library (no corral_preload_mutex_ops); \
@@ -73,20 +70,12 @@ pub(crate) fn load_into<const N: usize>(
     unsafe { sys::symbol(handle, c"corral_preload_late_start") }
 }
 
-/// The pid of `corral run`, if this process is the one it started (its
-/// parent's pid is in the environment), not a grandchild that inherited
-/// the environment.
-pub(crate) fn started_by() -> Option<i32> {
-    let parent = sys::env(ENV_PARENT_PID).and_then(|v| parse_pid(v.to_bytes()))?;
-    (parent == sys::getppid()).then_some(parent)
-}
-
 /// The contended hand-offs to wait for before loading
 /// ([`ENV_LOAD_AFTER`]); 0 (load at the first call) where unset or not a
 /// number. Read as a pid is: at most 10 decimal digits.
 pub(crate) fn load_after() -> u32 {
     sys::env(ENV_LOAD_AFTER)
-        .and_then(|v| parse_pid(v.to_bytes()))
+        .and_then(|v| crate::process::parse_pid(v.to_bytes()))
         .and_then(|n| u32::try_from(n).ok())
         .unwrap_or(0)
 }
@@ -94,20 +83,4 @@ pub(crate) fn load_after() -> u32 {
 /// Whether there is a full library to load.
 pub(crate) fn has_target() -> bool {
     sys::env(ENV_TARGET).is_some()
-}
-
-/// A pid in decimal. The full library's `init::parse_pid` is its twin:
-/// the shim links no crate of corral's (no std, four imports).
-pub(crate) fn parse_pid(digits: &[u8]) -> Option<i32> {
-    if digits.is_empty() || digits.len() > 10 {
-        return None;
-    }
-    let mut pid: i64 = 0;
-    for &d in digits {
-        if !d.is_ascii_digit() {
-            return None;
-        }
-        pid = pid * 10 + i64::from(d - b'0');
-    }
-    i32::try_from(pid).ok()
 }

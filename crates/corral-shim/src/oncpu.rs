@@ -37,11 +37,12 @@ pub(crate) fn adopt() {
     if ADOPTED
         .compare_exchange(0, 1, Ordering::Relaxed, Ordering::Relaxed)
         .is_err()
-        || crate::load::started_by().is_none()
+        || crate::process::started_by().is_none()
     {
         return;
     }
-    let Some(fd) = sys::env(ENV_ONCPU_FD).and_then(|v| crate::load::parse_pid(v.to_bytes())) else {
+    let Some(fd) = sys::env(ENV_ONCPU_FD).and_then(|v| crate::process::parse_pid(v.to_bytes()))
+    else {
         return;
     };
     if !sys::fd_link_is(fd, BPF_MAP_LINK) {

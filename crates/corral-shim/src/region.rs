@@ -43,7 +43,7 @@ fn adopt() {
     if TRIED
         .compare_exchange(0, 1, Ordering::Relaxed, Ordering::Relaxed)
         .is_err()
-        || crate::load::started_by().is_none()
+        || crate::process::started_by().is_none()
     {
         return;
     }
@@ -70,7 +70,7 @@ fn adopt() {
 /// `FD:DEV:INO`, each decimal.
 fn parse(value: &[u8]) -> Option<(i32, u64, u64)> {
     let mut parts = value.split(|&b| b == b':');
-    let fd = crate::load::parse_pid(parts.next()?)?;
+    let fd = crate::process::parse_pid(parts.next()?)?;
     let dev = decimal(parts.next()?)?;
     let ino = decimal(parts.next()?)?;
     match parts.next() {

@@ -218,12 +218,6 @@ pub(crate) fn next_symbol(name: &CStr) -> *const () {
     unsafe { dlsym(RTLD_NEXT, name.as_ptr()) as *const () }
 }
 
-/// Says `parts` to `corral run` (see [`crate::region::say`]): never to
-/// descriptor 2, which may be any file of the program's.
-pub(crate) fn say(parts: &[&[u8]]) {
-    crate::region::say(parts);
-}
-
 pub(crate) fn getpid() -> i32 {
     // SAFETY: no arguments.
     unsafe { syscall4(SYS_GETPID, 0, 0, 0, 0) as i32 }
