@@ -2,7 +2,9 @@
 //! runtime published: shared by `corral run`, `corral bench counter`,
 //! `corral bench apps` and `corral demo`.
 
+use std::ffi::OsStr;
 use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -15,6 +17,7 @@ use corral_runtime::oncpu::ENV_ONCPU_FD;
 use corral_runtime::stats::{StatsSnapshot, ENV_STATS_FD_C};
 
 use crate::signals;
+use crate::watcher::{Watcher, ENV_START_FD_C, ENV_START_LINK_C};
 use crate::CliError;
 
 /// The preload library's file name.
@@ -174,15 +177,15 @@ pub enum Output {
 /// How a program is started.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Spawn {
-    /// Every run alike, with or without corral: fork, arm the death signal
-    /// in the child, exec. What benchmarks use, so that the columns they
-    /// compare pay the same start.
+    /// Every run alike, with or without corral: fork, register with the
+    /// watcher (see [`crate::watcher`]) in the child, exec. What benchmarks
+    /// use, so that the columns they compare pay the same start.
     Uniform,
     /// For a program the preloaded library loads into (the caller checked:
     /// [`crate::elf::loads_preloads`]): vfork and exec at once
-    /// (`posix_spawn`), and the library arms the death signal; about 0.3 ms
-    /// sooner on a 2-CPU VM than a fork of corral. Without a preload, as
-    /// [`Spawn::Uniform`].
+    /// (`posix_spawn`); corral hands the program to the watcher, and the
+    /// library waits at load until the watcher holds it. Sooner than a fork
+    /// of corral. Without a preload, as [`Spawn::Uniform`].
     Direct,
 }
 
@@ -248,6 +251,12 @@ pub fn launch_observed(
     let (name, args) = prog
         .split_first()
         .ok_or_else(|| CliError("no program given".into()))?;
+    // The program dies with corral through the watcher, not through a
+    // parent-death signal that it would see (PR_GET_PDEATHSIG). Forked
+    // first: before the on-CPU table's loading grows this process, which
+    // would make the fork slower.
+    let mut watcher = Watcher::start()
+        .map_err(|e| CliError(format!("cannot start corral's watcher process: {e}")))?;
     let mut cmd = Command::new(name);
     cmd.args(args);
     let mut oncpu_fd = None;
@@ -335,8 +344,25 @@ pub fn launch_observed(
             cmd.stdout(Stdio::null());
         }
     }
-    if spawn == Spawn::Uniform || preload.is_none() {
-        signals::die_with_parent(&mut cmd);
+    let forked = spawn == Spawn::Uniform || preload.is_none();
+    let start_fd = match &watcher {
+        Some(w) if forked => {
+            w.register_in_child(&mut cmd);
+            None
+        }
+        Some(w) => w.start_for_spawn(),
+        None => None,
+    };
+    let start_vars = [ENV_START_FD_C, ENV_START_LINK_C].map(|c| OsStr::from_bytes(c.to_bytes()));
+    match &start_fd {
+        Some((fd, link)) => {
+            cmd.env(start_vars[0], fd.as_raw_fd().to_string());
+            cmd.env(start_vars[1], link);
+        }
+        None => {
+            cmd.env_remove(start_vars[0]);
+            cmd.env_remove(start_vars[1]);
+        }
     }
     signals::forward_to_program();
     let cpu_before = children_cpu();
@@ -344,19 +370,35 @@ pub fn launch_observed(
     let child = cmd
         .spawn()
         .map_err(|e| CliError(format!("cannot start '{}': {e}", name.to_string_lossy())))?;
-    // The child has its copies (or failed to start): these go now, so
-    // that no later child inherits them.
+    // The child has its copies (or failed to start): these go now, so that
+    // no later child inherits them.
     drop(oncpu_fd);
     drop(stats_fd);
+    drop(start_fd);
     let pid = child.id() as i32;
     if let Some(r) = &region {
         r.register(pid);
+    }
+    if let Some(w) = &mut watcher {
+        w.program_spawned();
+        if !forked {
+            w.hand_over(pid);
+        }
     }
     signals::program_started(pid);
     on_spawn(pid);
     let out = child.wait_with_output();
     let wall = started.elapsed();
     let cpu = children_cpu().saturating_sub(cpu_before);
+    // Reaped after the measure (its CPU is not the program's). A program
+    // not reaped is killed by it, as if corral had died.
+    if let Some(w) = watcher {
+        if out.is_ok() {
+            w.finish();
+        } else {
+            drop(w);
+        }
+    }
     signals::program_ended();
     let log = drain.and_then(crate::region::Drain::finish);
     let region_lent = region.is_some();

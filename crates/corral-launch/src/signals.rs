@@ -1,12 +1,13 @@
 //! Passing signals and exit status through `corral run`: a signal sent to
-//! corral reaches the program, corral dies of the signal that killed the
-//! program, and the program dies with corral if corral is killed outright.
+//! corral reaches the program, and corral dies of the signal that killed
+//! the program (the program dies with corral if corral is killed outright:
+//! see `watcher`).
 //! A shell, systemd or docker then sees what it would see without corral.
 //! `corral attach` catches the signals that ask it to stop, undoes its
 //! placement, then dies of the signal.
 
-use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Command, ExitStatus};
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 /// The signals forwarded to the program. SIGSTOP/SIGKILL cannot be caught;
@@ -28,26 +29,6 @@ const FORWARDED: [libc::c_int; 7] = [
 static TARGET: AtomicI32 = AtomicI32::new(0);
 /// A signal that arrived before the program existed, forwarded at start.
 static PENDING: AtomicI32 = AtomicI32::new(0);
-
-/// Makes `cmd`'s child die of SIGKILL if corral dies first (as it would had
-/// it been killed itself), instead of running on with nobody to report to.
-/// Call on the thread that spawns and outlives the child (the main thread).
-pub fn die_with_parent(cmd: &mut Command) {
-    // SAFETY: the closure runs in the child between fork and exec and calls
-    // only async-signal-safe functions (prctl, getppid).
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // corral died between fork and prctl: the child is an orphan already.
-            if libc::getppid() == 1 {
-                libc::_exit(128 + libc::SIGKILL);
-            }
-            Ok(())
-        })
-    };
-}
 
 /// Installs the forwarding handlers (before the program starts).
 pub fn forward_to_program() {

@@ -76,6 +76,7 @@ fn degrade(why: &str) {
 /// thread; only the process `corral run` started reads it now, for its
 /// stats region.
 extern "C" fn on_load() {
+    wait_for_watcher();
     // SAFETY: registering a plain function pointer; no other arguments.
     unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
     adopt_parent_calibration();
@@ -83,7 +84,6 @@ extern "C" fn on_load() {
         corral_runtime::waiting::set_cpus(n.min(u64::from(u32::MAX)) as u32);
     }
     if is_root_process() {
-        die_with_parent();
         adopt_oncpu_table();
         ROOT.store(true, Ordering::Relaxed); // Relaxed: read at exit by this process.
                                              // SAFETY: getpid has no preconditions.
@@ -299,17 +299,82 @@ fn is_root_process() -> bool {
     parent.is_some_and(|p| p == unsafe { libc::getppid() })
 }
 
-/// Makes the process `corral run` started die of SIGKILL when corral dies
-/// (corral spawns it with nothing run between fork and exec, so the
-/// library arms it; `libcorral_shim.so` does the same where it is loaded).
-/// If corral died before this, the process exits now as if killed.
-fn die_with_parent() {
-    // SAFETY: prctl(PR_SET_PDEATHSIG) takes a signal number; nothing else.
-    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
-    if !is_root_process() {
+/// In the process `corral run` spawned without a step between fork and
+/// exec: waits until corral's watcher holds it (and will kill it if corral
+/// dies), which the watcher says with a byte on the start pipe named in
+/// the environment (corral-launch's `watcher`). A pipe closed without it
+/// means corral died before it could hand this process over: it exits as
+/// if killed with corral. The byte is looked at, not read, so that every
+/// process that finds the pipe finds it; the descriptor is then closed,
+/// and a later exec (or the shim, which does the same) finds none. Checked
+/// whether or not corral is still this process's parent. Read without
+/// allocating: every exec under `corral run` runs it.
+fn wait_for_watcher() {
+    let Some(fd) =
+        env_decimal(corral_runtime::config::ENV_START_FD_C).and_then(|n| i32::try_from(n).ok())
+    else {
+        return;
+    };
+    // SAFETY: a NUL-terminated name; getenv allocates nothing.
+    let link = unsafe { libc::getenv(corral_runtime::config::ENV_START_LINK_C.as_ptr()) };
+    if link.is_null() {
+        return;
+    }
+    // SAFETY: getenv returned a NUL-terminated string that lives as long as
+    // the environment is not modified (nothing else runs at load).
+    let link = unsafe { core::ffi::CStr::from_ptr(link) }.to_bytes();
+    if !fd_link_is(fd, link) {
+        return;
+    }
+    let mut ready = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let mut waiting: c_int = 0;
+    // SAFETY: poll on one live pollfd, then FIONREAD into a live int, then
+    // close of the descriptor corral passed this process for it.
+    unsafe {
+        while libc::poll(&mut ready, 1, -1) < 0 && *libc::__errno_location() == libc::EINTR {}
+        libc::ioctl(fd, libc::FIONREAD, &mut waiting);
+        libc::close(fd);
+    }
+    if waiting <= 0 {
         // SAFETY: _exit has no preconditions and does not return.
         unsafe { libc::_exit(128 + libc::SIGKILL) };
     }
+}
+
+/// Whether descriptor `fd`'s link in `/proc/self/fd` reads `want`; the
+/// shim's `sys::fd_link_is` is its twin. Without allocating.
+fn fd_link_is(fd: i32, want: &[u8]) -> bool {
+    const PREFIX: &[u8] = b"/proc/self/fd/";
+    let Ok(mut n) = u32::try_from(fd) else {
+        return false;
+    };
+    let mut digits = [0u8; 10];
+    let mut len = 0;
+    for d in digits.iter_mut() {
+        *d = b'0' + (n % 10) as u8;
+        len += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    // The prefix, the digits (most significant first), a NUL.
+    let mut path = [0u8; PREFIX.len() + 11];
+    path[..PREFIX.len()].copy_from_slice(PREFIX);
+    for (slot, d) in path[PREFIX.len()..]
+        .iter_mut()
+        .zip(digits[..len].iter().rev())
+    {
+        *slot = *d;
+    }
+    let mut buf = [0u8; 64];
+    // SAFETY: a NUL-terminated path and a live buffer of its length.
+    let got = unsafe { libc::readlink(path.as_ptr().cast(), buf.as_mut_ptr().cast(), buf.len()) };
+    usize::try_from(got).is_ok_and(|got| buf.get(..got) == Some(want))
 }
 
 /// The environment variable `name` as a decimal number: `None` if unset,

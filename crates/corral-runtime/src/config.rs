@@ -71,6 +71,16 @@ pub const ENV_CPUS_C: &core::ffi::CStr = c"CORRAL_CPUS";
 /// own (`corral_locks::sys::clock::adopt_calibration`).
 pub const ENV_TSC_Q32_C: &core::ffi::CStr = c"CORRAL_TSC_Q32";
 
+/// The descriptor (decimal) of the start pipe's read end in the process
+/// `corral run` starts without a step between fork and exec: the preload
+/// waits at load until corral's watcher, which will kill the process if
+/// corral dies, writes to it (and exits if the pipe closes unwritten), so
+/// that no moment of the start escapes the watcher.
+pub const ENV_START_FD_C: &core::ffi::CStr = c"CORRAL_START_FD";
+/// What `/proc/self/fd/N` reads for that descriptor (`pipe:[INODE]`): a
+/// process that closed it and reused its number is not taken in.
+pub const ENV_START_LINK_C: &core::ffi::CStr = c"CORRAL_START_LINK";
+
 /// Default accounting window: 1 ms of thread CPU time, about one scheduler
 /// slice (paper 1 measures over scheduler slices, Sec. 3.2; EEVDF's base
 /// slice is 0.75 ms). Short windows classify a collapsing program quickly.

@@ -403,14 +403,14 @@ fn load() {
     }
 }
 
-/// At load, in the process `corral run` started: it dies with corral
-/// (which spawns it without a step between fork and exec, to start it
-/// sooner), and it loads the full library now.
+/// At load, in the process `corral run` started: it waits until corral's
+/// watcher holds it (corral spawns it without a step between fork and
+/// exec, to start it sooner), and it loads the full library now.
 pub(crate) extern "C" fn on_load() {
+    load::wait_for_watcher();
     // Relaxed: the process has one thread yet.
     LOAD_AFTER.store(load::load_after(), Ordering::Relaxed);
-    if let Some(corral) = crate::process::started_by() {
-        sys::die_with_parent(corral);
+    if crate::process::started_by().is_some() {
         crate::oncpu::adopt();
         // A deferred load waits for contention, here too.
         if load::has_target() && LOAD_AFTER.load(Ordering::Relaxed) == 0 {

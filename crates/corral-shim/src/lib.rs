@@ -68,6 +68,14 @@ mod tests {
             corral_runtime::config::ENV_LOAD_AFTER_CONTENDED
         );
         assert_eq!(
+            crate::load::ENV_START_FD,
+            corral_runtime::config::ENV_START_FD_C
+        );
+        assert_eq!(
+            crate::load::ENV_START_LINK,
+            corral_runtime::config::ENV_START_LINK_C
+        );
+        assert_eq!(
             crate::oncpu::ENV_ONCPU_FD.to_str().unwrap(),
             corral_runtime::oncpu::ENV_ONCPU_FD
         );

@@ -13,6 +13,10 @@ pub(crate) const ENV_TARGET: &CStr = c"CORRAL_SHIM_TARGET";
 /// a thread asleep on the mutex), not at the first interposed call (see
 /// `entries::deferred_unlock`).
 pub(crate) const ENV_LOAD_AFTER: &CStr = c"CORRAL_LOAD_AFTER_CONTENDED";
+/// `corral_runtime::config::ENV_START_FD_C`: the start pipe's descriptor.
+pub(crate) const ENV_START_FD: &CStr = c"CORRAL_START_FD";
+/// `corral_runtime::config::ENV_START_LINK_C`: its `/proc/self/fd` link.
+pub(crate) const ENV_START_LINK: &CStr = c"CORRAL_START_LINK";
 
 /// Fills `targets` from the full library (null where it has no such
 /// name); `mutex_ops` are the indexes of `pthread_mutex_lock`, `_trylock`
@@ -68,6 +72,32 @@ pub(crate) fn load_into<const N: usize>(
     }
     // SAFETY: a handle from open_local.
     unsafe { sys::symbol(handle, c"corral_preload_late_start") }
+}
+
+/// In the process `corral run` spawned without a step between fork and
+/// exec: waits until corral's watcher holds it (and will kill it if corral
+/// dies), which the watcher says with a byte on the start pipe named in
+/// the environment. A pipe closed without it means corral died before it
+/// could hand this process over: it exits as if killed with corral. The
+/// byte is looked at, not read, so that every process that finds the pipe
+/// finds it; the descriptor is then closed, and a later exec (or the full
+/// library, which does the same) finds none. The full library's
+/// `init::wait_for_watcher` is its twin.
+pub(crate) fn wait_for_watcher() {
+    let (Some(fd), Some(link)) = (
+        sys::env(ENV_START_FD).and_then(|v| crate::process::parse_pid(v.to_bytes())),
+        sys::env(ENV_START_LINK),
+    ) else {
+        return;
+    };
+    if !sys::fd_link_is(fd, link.to_bytes()) {
+        return;
+    }
+    let go = sys::wait_readable(fd);
+    sys::close(fd);
+    if !go {
+        sys::exit_as_killed();
+    }
 }
 
 /// The contended hand-offs to wait for before loading

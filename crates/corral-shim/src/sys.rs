@@ -21,7 +21,8 @@ const SYS_GETTID: usize = 186;
 const SYS_FUTEX: usize = 202;
 const SYS_KILL: usize = 62;
 const SYS_EXIT_GROUP: usize = 231;
-const SYS_PRCTL: usize = 157;
+const SYS_POLL: usize = 7;
+const SYS_IOCTL: usize = 16;
 const SYS_MINCORE: usize = 27;
 const SYS_MMAP: usize = 9;
 const SYS_CLOSE: usize = 3;
@@ -31,8 +32,10 @@ const AT_FDCWD: isize = -100;
 const PROT_READ: usize = 1;
 const PROT_WRITE: usize = 2;
 const MAP_SHARED: usize = 1;
-const PR_SET_PDEATHSIG: usize = 1;
 const SIGKILL: usize = 9;
+const POLLIN: i16 = 1;
+const FIONREAD: usize = 0x541B;
+const EINTR: isize = 4;
 const FUTEX_WAIT_PRIVATE: usize = 128;
 const FUTEX_WAKE_PRIVATE: usize = 129;
 const SIGABRT: usize = 6;
@@ -228,15 +231,42 @@ pub(crate) fn getppid() -> i32 {
     unsafe { syscall4(SYS_GETPPID, 0, 0, 0, 0) as i32 }
 }
 
-/// Makes this process die of SIGKILL when its parent, `parent`, dies (as
-/// the program would had corral been killed with it). If the parent died
-/// before the call, the process exits now as if killed.
-pub(crate) fn die_with_parent(parent: i32) {
-    // SAFETY: prctl(PR_SET_PDEATHSIG) takes a signal number; nothing else.
-    unsafe { syscall4(SYS_PRCTL, PR_SET_PDEATHSIG, SIGKILL, 0, 0) };
-    if getppid() != parent {
-        // SAFETY: exit_group takes a status and does not return.
-        unsafe { syscall4(SYS_EXIT_GROUP, 128 + SIGKILL, 0, 0, 0) };
+/// Waits until `fd` can be read or is closed, without reading it: whether
+/// bytes wait in it then.
+pub(crate) fn wait_readable(fd: i32) -> bool {
+    #[repr(C)]
+    struct PollFd {
+        fd: i32,
+        events: i16,
+        revents: i16,
+    }
+    let mut p = PollFd {
+        fd,
+        events: POLLIN,
+        revents: 0,
+    };
+    // SAFETY: poll on one live pollfd (struct pollfd's layout), no timeout.
+    while unsafe { syscall4(SYS_POLL, (&raw mut p) as usize, 1, -1isize as usize, 0) } == -EINTR {}
+    let mut waiting: i32 = 0;
+    // SAFETY: FIONREAD writes one int into a live local.
+    unsafe {
+        syscall4(
+            SYS_IOCTL,
+            fd as usize,
+            FIONREAD,
+            (&raw mut waiting) as usize,
+            0,
+        )
+    };
+    waiting > 0
+}
+
+/// Ends the process as a SIGKILL would have (status 128 + 9).
+pub(crate) fn exit_as_killed() -> ! {
+    // SAFETY: exit_group takes a status and does not return.
+    unsafe {
+        syscall4(SYS_EXIT_GROUP, 128 + SIGKILL, 0, 0, 0);
+        core::hint::unreachable_unchecked()
     }
 }
 

@@ -182,9 +182,10 @@ fn eventually(cond: impl Fn() -> bool) -> bool {
 
 #[test]
 fn the_program_dies_with_corral_when_corral_is_killed_outright() {
-    // A dynamically linked program is started without a step between fork
-    // and exec; the preloaded library arms its death signal. A static one
-    // loads no library: corral arms it between fork and exec.
+    // corral's watcher kills the program. A dynamically linked program is
+    // started without a step between fork and exec, and the preloaded
+    // library waits at load until the watcher holds it; a static one loads
+    // no library and waits between fork and exec.
     let lib = common::preload();
     let dir = std::env::temp_dir().join(format!("corral-orphan-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -209,10 +210,14 @@ fn the_program_dies_with_corral_when_corral_is_killed_outright() {
         let runs_program = |k: &u32| {
             std::fs::read_link(format!("/proc/{k}/exe")).is_ok_and(|exe| exe == **program)
         };
+        // (corral's other child is its watcher.)
         assert!(eventually(|| children_of(run.id())
-            .first()
-            .is_some_and(runs_program)));
-        let kid = *children_of(run.id()).first().expect("corral's child");
+            .iter()
+            .any(runs_program)));
+        let kid = *children_of(run.id())
+            .iter()
+            .find(|k| runs_program(k))
+            .expect("corral's child");
         run.kill().unwrap(); // SIGKILL: corral cannot pass anything on
         run.wait().unwrap();
         assert!(

@@ -320,8 +320,8 @@ pub(crate) fn run(args: RunArgs) -> Result<(), CliError> {
             prog_name.to_string_lossy()
         )));
     };
-    // A static program loads no preload to arm its death signal: corral
-    // arms it between fork and exec.
+    // A static program loads no preload to wait for corral's watcher at
+    // load: corral forks it and it waits between fork and exec.
     let spawn = if corral_launch::elf::loads_preloads(&program) {
         Spawn::Direct
     } else {
