@@ -178,8 +178,8 @@ pub enum Output {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Spawn {
     /// Every run alike, with or without corral: fork, register with the
-    /// watcher (see [`crate::watcher`]) in the child, exec. What benchmarks
-    /// use, so that the columns they compare pay the same start.
+    /// watcher (this crate's `watcher` module) in the child, exec. What
+    /// benchmarks use, so that the columns they compare pay the same start.
     Uniform,
     /// For a program the preloaded library loads into (the caller checked:
     /// [`crate::elf::loads_preloads`]): vfork and exec at once

@@ -29,9 +29,8 @@ fn hot_lock_line() -> usize {
         .unwrap()
 }
 
-/// One `corral run` at a time: a run's start removes the files of
-/// processes that are gone, a zombie's included, so a program that has
-/// exited but is not reaped yet can lose its stats to another run.
+/// One `corral run` at a time: two contended programs on a 2-CPU machine
+/// each see less contention than alone.
 static ONE_RUN: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 #[test]
@@ -93,6 +92,39 @@ fn names_the_hot_lock_and_its_caller_and_counts_as_the_threads_do() {
         .map(|t| t["contended"].as_u64().unwrap())
         .sum();
     assert_eq!(by_locks, by_threads);
+}
+
+#[test]
+fn names_come_from_the_symbol_table_without_debug_info() {
+    let _one = ONE_RUN.lock().unwrap_or_else(|p| p.into_inner());
+    let exe = scratch("short_names");
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/short_names.c");
+    let built = Command::new("cc")
+        .args(["-O1", "-g0", "-pthread", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(built, "cc failed on short_names.c");
+    let report = scratch("short_names.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_corral"))
+        .env("CORRAL_PRELOAD", common::preload())
+        .args(["run", "--policy", "none", "--load-after-contended", "0"])
+        .arg("--report")
+        .arg(&report)
+        .arg("--")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&exe);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let doc = common::read_json(&report);
+    std::fs::remove_file(&report).unwrap();
+    let top = &doc["locks"][0];
+    assert_eq!(top["symbol"], "m+0x0", "{top}");
+    let caller = top["callers"][0]["function"].as_str().unwrap_or_default();
+    assert!(caller.starts_with("w+0x"), "{top}");
 }
 
 #[test]

@@ -164,7 +164,7 @@ impl Symbolizer {
         }
         if named.location.is_none() {
             if let Some(sym) = loader.find_symbol_info(vaddr) {
-                let name = addr2line::demangle_auto(sym.name().into(), None);
+                let name = demangled(sym.name());
                 named.name = Some(format!("{name}+{:#x}", vaddr - sym.address()));
                 named.symbolic = true;
             }
@@ -173,9 +173,28 @@ impl Symbolizer {
     }
 }
 
+/// A symbol table's name, demangled where it is mangled (C++ `_Z`, Rust
+/// `_R` or legacy `_ZN`). Not otherwise: a C program's `m` or `w` would
+/// read as the Itanium codes of `unsigned long` and `wchar_t`.
+fn demangled(name: &str) -> std::borrow::Cow<'_, str> {
+    if name.starts_with("_Z") || name.starts_with("_R") {
+        addr2line::demangle_auto(name.into(), None)
+    } else {
+        name.into()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_mangled_names_are_demangled() {
+        assert_eq!(demangled("m"), "m");
+        assert_eq!(demangled("w"), "w");
+        assert_eq!(demangled("pthread_mutex_lock"), "pthread_mutex_lock");
+        assert_eq!(demangled("_Z3fooi"), "foo(int)");
+    }
 
     #[test]
     fn maps_lines_parse_and_anonymous_ones_are_skipped() {
