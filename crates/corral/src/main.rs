@@ -37,6 +37,10 @@ enum Command {
     Report(cmd::report::ReportArgs),
     /// A live view of every program running under corral; `q` quits.
     Top(cmd::top::TopArgs),
+    /// What this machine lets corral do (root, BPF, tracepoints, slices,
+    /// PMU, CPUs, the stats region), and how to enable what is missing;
+    /// exits 1 only where `corral run` cannot work at all.
+    Doctor(cmd::doctor::DoctorArgs),
     /// Benchmarks (`corral bench locks`, ...).
     #[command(subcommand)]
     Bench(corral_bench::BenchCommand),
@@ -65,6 +69,7 @@ fn main() {
         Command::Run(args) => cmd::run::run(args),
         Command::Report(args) => cmd::report::report(args),
         Command::Top(args) => cmd::top::top(args),
+        Command::Doctor(args) => cmd::doctor::run(args),
         Command::Attach(args) => cmd::attach::run(args),
         Command::Bench(b) => corral_bench::run(b),
         Command::Model(args) => cmd::model::run(args),

@@ -174,3 +174,36 @@ fn sim_runs_the_planted_groups_of_bench_ca() {
     let bad = corral(&["sim", "--workload", "ca-groups-9", "--cores", "2"]);
     assert!(!bad.status.success());
 }
+
+#[test]
+fn doctor_says_what_the_machine_allows_and_fails_only_without_the_library() {
+    let exe = std::path::PathBuf::from(env!("CARGO_BIN_EXE_corral"));
+    let lib = exe.parent().unwrap().join("libcorral_preload.so");
+    let doctor = |preload: &std::path::Path| {
+        Command::new(&exe)
+            .env("CORRAL_PRELOAD", preload)
+            .args(["doctor", "--json"])
+            .output()
+            .unwrap()
+    };
+    let here = doctor(&lib);
+    assert!(
+        here.status.success(),
+        "{}",
+        String::from_utf8_lossy(&here.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&here.stdout).unwrap();
+    assert_eq!(doc["runnable"], true, "{doc}");
+    let checks = doc["checks"].as_array().unwrap();
+    assert_eq!(checks.len(), 10, "{doc}");
+    for c in checks {
+        let verdict = c["verdict"].as_str().unwrap();
+        assert!(["ok", "limited"].contains(&verdict), "{c}");
+        assert!(!c["found"].as_str().unwrap().is_empty(), "{c}");
+    }
+    let missing = doctor(std::path::Path::new("/nonexistent/libcorral_preload.so"));
+    assert_eq!(missing.status.code(), Some(1));
+    let doc: serde_json::Value = serde_json::from_slice(&missing.stdout).unwrap();
+    assert_eq!(doc["runnable"], false);
+    assert_eq!(doc["checks"][0]["verdict"], "fatal", "{doc}");
+}

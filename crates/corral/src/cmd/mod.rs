@@ -5,6 +5,7 @@
 
 pub(crate) mod attach;
 pub(crate) mod demo;
+pub(crate) mod doctor;
 pub(crate) mod kernel_opts;
 pub(crate) mod locks;
 pub(crate) mod metrics;
