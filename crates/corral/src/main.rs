@@ -3,7 +3,7 @@
 
 mod cmd;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use corral_launch::CliError;
 
@@ -41,6 +41,11 @@ enum Command {
     /// PMU, CPUs, the stats region), and how to enable what is missing;
     /// exits 1 only where `corral run` cannot work at all.
     Doctor(cmd::doctor::DoctorArgs),
+    /// Print the completion script for a shell: `corral completions bash`.
+    Completions(cmd::manuals::CompletionsArgs),
+    /// Write the manual pages (`corral.1`, one per subcommand) into a
+    /// directory: `corral man --out-dir DIR`.
+    Man(cmd::manuals::ManArgs),
     /// Benchmarks (`corral bench locks`, ...).
     #[command(subcommand)]
     Bench(corral_bench::BenchCommand),
@@ -70,6 +75,8 @@ fn main() {
         Command::Report(args) => cmd::report::report(args),
         Command::Top(args) => cmd::top::top(args),
         Command::Doctor(args) => cmd::doctor::run(args),
+        Command::Completions(args) => cmd::manuals::completions(args, Cli::command()),
+        Command::Man(args) => cmd::manuals::man(args, Cli::command()),
         Command::Attach(args) => cmd::attach::run(args),
         Command::Bench(b) => corral_bench::run(b),
         Command::Model(args) => cmd::model::run(args),

@@ -207,3 +207,37 @@ fn doctor_says_what_the_machine_allows_and_fails_only_without_the_library() {
     assert_eq!(doc["runnable"], false);
     assert_eq!(doc["checks"][0]["verdict"], "fatal", "{doc}");
 }
+
+#[test]
+fn completions_and_manual_pages_come_from_the_same_definitions() {
+    for (shell, mark) in [
+        ("bash", "_corral()"),
+        ("zsh", "#compdef corral"),
+        ("fish", "complete -c corral"),
+    ] {
+        let out = corral(&["completions", shell]);
+        assert!(out.status.success(), "{shell}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains(mark),
+            "{shell}: {}",
+            &text[..200.min(text.len())]
+        );
+        assert!(text.contains("doctor"), "{shell} completes the subcommands");
+    }
+    let dir = std::env::temp_dir().join(format!("corral-man-test.{}", std::process::id()));
+    let out = corral(&["man", "--out-dir", dir.to_str().unwrap()]);
+    assert!(out.status.success());
+    for page in [
+        "corral.1",
+        "corral-run.1",
+        "corral-doctor.1",
+        "corral-bench.1",
+    ] {
+        let text = std::fs::read_to_string(dir.join(page)).unwrap();
+        assert!(text.starts_with(".ie") || text.contains(".TH"), "{page}");
+    }
+    let run = std::fs::read_to_string(dir.join("corral-run.1")).unwrap();
+    assert!(run.contains("holder\\-state"), "flags are in the page");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

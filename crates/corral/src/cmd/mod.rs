@@ -8,6 +8,7 @@ pub(crate) mod demo;
 pub(crate) mod doctor;
 pub(crate) mod kernel_opts;
 pub(crate) mod locks;
+pub(crate) mod manuals;
 pub(crate) mod metrics;
 pub(crate) mod model;
 pub(crate) mod report;
