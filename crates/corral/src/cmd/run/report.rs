@@ -322,9 +322,10 @@ impl ThreadCount {
         self.cpu_ms_not_in_report = Some(outside as f64 / 1e6);
     }
 
-    /// The summary's line, where some made thread is not listed.
+    /// The summary's line, where threads other than one (the main thread,
+    /// which often takes no lock) are not listed; the report always counts.
     pub(crate) fn line(&self) -> Option<String> {
-        if self.not_in_report == 0 {
+        if self.not_in_report < 2 {
             return None;
         }
         let cpu = self
