@@ -127,6 +127,118 @@ fn names_come_from_the_symbol_table_without_debug_info() {
     assert!(caller.starts_with("w+0x"), "{top}");
 }
 
+/// Runs `exe` under corral; the top lock's symbol and its first caller.
+fn top_lock_of(exe: &std::path::Path, tag: &str) -> (String, String) {
+    let report = scratch(&format!("{tag}.json"));
+    let out = Command::new(env!("CARGO_BIN_EXE_corral"))
+        .env("CORRAL_PRELOAD", common::preload())
+        .args(["run", "--policy", "none", "--load-after-contended", "0"])
+        .arg("--report")
+        .arg(&report)
+        .arg("--")
+        .arg(exe)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = common::read_json(&report);
+    std::fs::remove_file(&report).unwrap();
+    let top = &doc["locks"][0];
+    (
+        top["symbol"].as_str().unwrap_or_default().to_string(),
+        top["callers"][0]["function"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+    )
+}
+
+fn cc(args: &[&str]) {
+    let ok = Command::new("cc")
+        .args(args)
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "cc {args:?}");
+}
+
+#[test]
+fn names_in_a_shared_library_a_non_pie_program_and_a_stripped_one() {
+    let _one = ONE_RUN.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = scratch("names");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/short_names.c");
+    let src = src.to_str().unwrap();
+    // The lock and its caller in a shared library, no debug info.
+    std::fs::write(
+        dir.join("lib.c"),
+        "#include <pthread.h>\n\
+         pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;\n\
+         static volatile long n;\n\
+         __attribute__((noinline)) void lib_work(void) {\n\
+           for (int i = 0; i < 200000; i++) { pthread_mutex_lock(&lib_lock); n++; \
+           pthread_mutex_unlock(&lib_lock); }\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("main.c"),
+        "#include <pthread.h>\nvoid lib_work(void);\n\
+         static void *w(void *a) { lib_work(); return a; }\n\
+         int main(void) { pthread_t t[4]; for (int i = 0; i < 4; i++) \
+         pthread_create(&t[i], 0, w, 0); for (int i = 0; i < 4; i++) \
+         pthread_join(t[i], 0); return 0; }\n",
+    )
+    .unwrap();
+    cc(&[
+        "-O1",
+        "-g0",
+        "-fPIC",
+        "-shared",
+        "-o",
+        &path("libwork.so"),
+        &path("lib.c"),
+    ]);
+    let rpath = format!("-Wl,-rpath,{}", dir.display());
+    let libdir = format!("-L{}", dir.display());
+    cc(&[
+        "-O1",
+        "-g0",
+        "-pthread",
+        "-o",
+        &path("main"),
+        &path("main.c"),
+        &libdir,
+        "-lwork",
+        &rpath,
+    ]);
+    let (lock, caller) = top_lock_of(&dir.join("main"), "shared");
+    assert_eq!(lock, "lib_lock+0x0");
+    assert!(caller.starts_with("lib_work+0x"), "{caller}");
+    // Not position-independent: addresses are the file's own.
+    cc(&[
+        "-O1",
+        "-g0",
+        "-no-pie",
+        "-pthread",
+        "-o",
+        &path("nopie"),
+        src,
+    ]);
+    let (lock, caller) = top_lock_of(&dir.join("nopie"), "nopie");
+    assert_eq!(lock, "m+0x0");
+    assert!(caller.starts_with("w+0x"), "{caller}");
+    // Stripped: no name to give (the table shows the address), and the
+    // caller as the file and offset of its return address.
+    cc(&["-O1", "-g0", "-s", "-pthread", "-o", &path("stripped"), src]);
+    let (lock, caller) = top_lock_of(&dir.join("stripped"), "stripped");
+    assert_eq!(lock, "", "no symbol");
+    assert!(caller.starts_with("stripped+0x"), "{caller}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn no_lock_profile_keeps_none() {
     let _one = ONE_RUN.lock().unwrap_or_else(|p| p.into_inner());
