@@ -28,6 +28,16 @@ const ENV_PRELOAD: &str = "CORRAL_PRELOAD";
 /// pthread lock call (crates/corral-shim), looked for beside it.
 const SHIM_NAME: &str = "libcorral_shim.so";
 
+/// Where `libcorral_preload.so` is looked for, built or not:
+/// `$CORRAL_PRELOAD`, else next to this executable (`corral doctor` asks
+/// without building it).
+pub fn preload_location() -> Option<PathBuf> {
+    match std::env::var_os(ENV_PRELOAD) {
+        Some(p) => Some(PathBuf::from(p)),
+        None => Some(std::env::current_exe().ok()?.parent()?.join(PRELOAD_NAME)),
+    }
+}
+
 /// Finds `libcorral_preload.so`: `$CORRAL_PRELOAD`, else next to this
 /// executable. Run from a cargo target directory of this workspace (e.g.
 /// `cargo run --release -- demo` on a fresh clone, which builds only the

@@ -217,21 +217,6 @@ impl Channel {
         h.maps_len.store(len as u32, Ordering::Release);
     }
 
-    /// The memory map written at exit, if any.
-    pub fn maps(&self) -> Option<String> {
-        // Acquire: pairs with `write_maps`' Release.
-        let len = self.header().maps_len.load(Ordering::Acquire) as usize;
-        if len == 0 || len > MAPS_BYTES {
-            return None;
-        }
-        let mut bytes = vec![0u8; len];
-        // SAFETY: published text inside the area.
-        unsafe { core::ptr::copy_nonoverlapping(self.area(MAPS_AT, len), bytes.as_mut_ptr(), len) };
-        Some(String::from_utf8_lossy(&bytes).into_owned())
-    }
-}
-
-impl Channel {
     /// Records the threads made before the load (the shim's count).
     pub fn set_threads_made_before_load(&self, n: u32) {
         // Relaxed: a count read after the program ends.
@@ -267,6 +252,19 @@ impl Channel {
             h.threads_made_before_load.load(Ordering::Relaxed),
             h.threads_made_after_load.load(Ordering::Relaxed),
         )
+    }
+
+    /// The memory map written at exit, if any.
+    pub fn maps(&self) -> Option<String> {
+        // Acquire: pairs with `write_maps`' Release.
+        let len = self.header().maps_len.load(Ordering::Acquire) as usize;
+        if len == 0 || len > MAPS_BYTES {
+            return None;
+        }
+        let mut bytes = vec![0u8; len];
+        // SAFETY: published text inside the area.
+        unsafe { core::ptr::copy_nonoverlapping(self.area(MAPS_AT, len), bytes.as_mut_ptr(), len) };
+        Some(String::from_utf8_lossy(&bytes).into_owned())
     }
 }
 

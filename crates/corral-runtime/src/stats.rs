@@ -179,6 +179,7 @@ pub fn published_regions() -> Vec<StatsMap> {
             let Ok(map) = StatsMap::open(std::os::fd::AsFd::as_fd(&file)) else {
                 continue;
             };
+            // Relaxed: fixed before the magic, which `open` read with Acquire.
             let pid = map.header().pid.load(Ordering::Relaxed);
             if !found
                 .iter()

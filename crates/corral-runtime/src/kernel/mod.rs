@@ -28,7 +28,9 @@ pub use kinds::{LockKinds, UnknownLockKind};
 pub use monitor::{KernelMonitor, MonitorConfig, ReportInputs};
 pub use oncpu::{map_read_only, OnCpuRefusal, OnCpuTable, ONCPU_OBJECT, ONCPU_SOURCE_SHA256};
 pub use record::{LockStat, SliceRecord, SLICE_RECORD_BYTES};
-pub use refusal::{has_bpf_capabilities, preflight, ProbeEnv, Refusal, REQUIRED_TRACEPOINTS};
+pub use refusal::{
+    effective_caps, has_bpf_capabilities, preflight, ProbeEnv, Refusal, REQUIRED_TRACEPOINTS,
+};
 pub use report::{AffinityAction, HotLock, KernelReport, ThreadReport};
 pub use session::{KernelLive, KernelSession};
 pub use source::{KernelLockSource, SourceConfig, BPF_OBJECT, BPF_SOURCE_SHA256};

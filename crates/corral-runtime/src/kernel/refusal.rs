@@ -123,7 +123,7 @@ pub fn has_bpf_capabilities(cap_eff: u64) -> bool {
 }
 
 /// The effective capability mask in a `/proc/<pid>/status` file.
-pub(super) fn effective_caps(status_path: &Path) -> Option<u64> {
+pub fn effective_caps(status_path: &Path) -> Option<u64> {
     let status = std::fs::read_to_string(status_path).ok()?;
     let hex = status
         .lines()

@@ -4,8 +4,6 @@
 //! the exit status is non-zero only where `corral run` could not work at
 //! all.
 
-use std::path::PathBuf;
-
 use serde::Serialize;
 
 use crate::CliError;
@@ -73,12 +71,7 @@ fn check(
 /// `libcorral_preload.so` as `corral run` would find it, without building
 /// it: `$CORRAL_PRELOAD`, else beside this executable.
 fn preload() -> Check {
-    let path = match std::env::var_os("CORRAL_PRELOAD") {
-        Some(p) => Some(PathBuf::from(p)),
-        None => std::env::current_exe()
-            .ok()
-            .and_then(|e| Some(e.parent()?.join("libcorral_preload.so"))),
-    };
+    let path = corral_launch::launch::preload_location();
     match path.filter(|p| p.is_file()) {
         Some(p) => {
             let shim = p.with_file_name("libcorral_shim.so").is_file();
@@ -134,11 +127,7 @@ fn glibc() -> Check {
 }
 
 fn privileges() -> Check {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let caps = status
-        .lines()
-        .find_map(|l| l.strip_prefix("CapEff:"))
-        .and_then(|h| u64::from_str_radix(h.trim(), 16).ok())
+    let caps = corral_runtime::kernel::effective_caps(std::path::Path::new("/proc/self/status"))
         .unwrap_or(0);
     let euid = corral_runtime::files::euid();
     if corral_runtime::kernel::has_bpf_capabilities(caps) {
